@@ -1,0 +1,64 @@
+# reprolab: `make run` (whole pipeline, smoke profile) and `make test` are all a fresh
+# machine needs; both create .venv and install the pinned dependencies first.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# No network beyond package registries: every tool's telemetry is off.
+export DVC_NO_ANALYTICS := 1
+export DO_NOT_TRACK := 1
+export MLFLOW_DISABLE_TELEMETRY := true
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_UI_ENABLED := false
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: venv run test test-slow bench ui data lint format prefect-server serve clean-data
+
+venv: $(STAMP)
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	# torch==2.13.0 is pinned in the lock, so pip takes the CPU build.
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.lock
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+run: venv
+	$(BIN)/dvc repro
+	@echo "claims: data/reports/claims.md  |  MLflow UI: make ui"
+
+test: venv
+	$(BIN)/python -m pytest -m "not slow" -q
+
+test-slow: venv
+	$(BIN)/python -m pytest -m slow -q
+
+bench: venv
+	$(BIN)/python bench/bench_pipeline.py --out bench/results/latest.json
+
+# MLflow UI over the store named in mlflow.env, on loopback only.
+ui: venv
+	set -a; source mlflow.env; set +a; \
+	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000}
+
+# Local Prefect server (loopback) and the scheduled deployments.
+prefect-server: venv
+	$(BIN)/prefect server start --host 127.0.0.1 --port 4200
+
+serve: venv
+	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
+
+# Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
+data:
+	mkdir -p data/raw/fashion-mnist data/raw/.deb
+	cd data/raw/.deb && (apt-get download dataset-fashion-mnist || (apt-get update -qq && apt-get download dataset-fashion-mnist))
+	dpkg -x data/raw/.deb/dataset-fashion-mnist_*.deb data/raw/.deb/root
+	cp data/raw/.deb/root/usr/share/datasets/fashion-mnist/*.gz data/raw/fashion-mnist/
+	rm -rf data/raw/.deb
+	ls -l data/raw/fashion-mnist
+
+lint: venv
+	$(BIN)/ruff format --check . && $(BIN)/ruff check .
+
+format: venv
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

@@ -1,0 +1,1 @@
+"""Prefect flows: reproduce one method, reproduce all, serve the scheduled deployment."""

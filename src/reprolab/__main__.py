@@ -1,0 +1,3 @@
+from reprolab.cli import main
+
+raise SystemExit(main())

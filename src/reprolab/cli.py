@@ -1,0 +1,53 @@
+"""Command line: ``python -m reprolab <stage> [slug]`` (what dvc.yaml runs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reprolab.paths import STAGES
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="reprolab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for stage in STAGES:
+        p = sub.add_parser(stage, help=f"run the {stage} stage of one method")
+        p.add_argument("slug")
+    sub.add_parser("report", help="write data/reports/claims.md from every method's claims")
+    sub.add_parser("check", help="validate params.yaml and list the methods")
+    sub.add_parser("list", help="list registered methods")
+    args = parser.parse_args(argv)
+
+    from reprolab import config, registry
+    from reprolab.core.io import CorruptDataError
+    from reprolab.core.tracking import TrackingUnavailableError
+    from reprolab.paths import project_root
+
+    expected = (
+        config.ConfigError,
+        registry.UnknownMethodError,
+        CorruptDataError,
+        TrackingUnavailableError,
+        FileNotFoundError,
+    )
+    try:
+        if args.command == "list":
+            for slug in registry.slugs():
+                print(f"{slug}\t{registry.get(slug).title}")
+            return 0
+        root = project_root(Path.cwd())
+        if args.command == "check":
+            project = config.load(root / "params.yaml")
+            print(f"params.yaml OK: profile={project.profile} seeds={list(project.seeds)}")
+            for slug, cfg in project.methods.items():
+                print(f"  {slug}: {cfg.model_dump(mode='json')}")
+            return 0
+        from reprolab.stages import run_stage
+
+        run_stage(args.command, getattr(args, "slug", None), root)
+        return 0
+    except expected as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,1 @@
+"""Shared machinery: I/O, statistics, claims, tracking, training and quantization helpers."""

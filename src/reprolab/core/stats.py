@@ -1,0 +1,47 @@
+"""Intervals and paired comparisons over seeds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.n}
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Student-t confidence interval of the mean (two-sided).
+
+    With one value the interval is unbounded: a single seed cannot support a verdict.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        raise ValueError("t_interval needs at least one value")
+    mean = float(x.mean())
+    if x.size == 1:
+        return Interval(mean, -math.inf, math.inf, 1, confidence)
+    sem = float(x.std(ddof=1) / math.sqrt(x.size))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sem
+    return Interval(mean, mean - half, mean + half, int(x.size), confidence)
+
+
+def classify(interval: Interval, margin: float = 0.0) -> str:
+    """'better' / 'worse' when the interval clears +-margin, else 'tie'."""
+    if interval.low > margin:
+        return "better"
+    if interval.high < -margin:
+        return "worse"
+    return "tie"

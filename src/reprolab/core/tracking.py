@@ -1,0 +1,281 @@
+"""MLflow tracking: one experiment per method, a parent run per execution of a method's
+chain, a child run per stage, and grandchild runs per unit (task x variant x seed).
+
+Settings come from ``mlflow.env`` (KEY=VALUE) at the project root; variables already
+in the environment win. A relative SQLite path in the tracking URI is resolved against
+the project root so every entry point (DVC stage, Prefect task, test, ``make ui``)
+talks to the same store. A tracking server that is not there is reported within
+seconds, before any compute, instead of hanging in MLflow's retry loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+ENV_FILE = "mlflow.env"
+PARENT_ENV = "REPROLAB_PARENT_RUN_ID"
+FLOW_RUN_ENV = "REPROLAB_PREFECT_FLOW_RUN_ID"
+CHAIN_END_STAGE = "evaluate"
+
+
+class TrackingUnavailableError(RuntimeError):
+    """The MLflow tracking store named in mlflow.env cannot be reached."""
+
+
+def load_env(root: Path) -> dict[str, str]:
+    """Load ``mlflow.env`` into ``os.environ`` (existing variables win); return it."""
+    from dotenv import dotenv_values
+
+    path = root / ENV_FILE
+    if not path.is_file():
+        raise TrackingUnavailableError(f"{path} not found: it holds MLFLOW_TRACKING_URI")
+    values = {k: v for k, v in dotenv_values(path).items() if v is not None}
+    for key, value in values.items():
+        os.environ.setdefault(key, value)
+    uri = os.environ.get("MLFLOW_TRACKING_URI")
+    if not uri:
+        raise TrackingUnavailableError(f"{path}: MLFLOW_TRACKING_URI is not set")
+    os.environ["MLFLOW_TRACKING_URI"] = resolve_uri(uri, root)
+    return values
+
+
+def resolve_uri(uri: str, root: Path) -> str:
+    """Make a relative ``sqlite:///rel/path.db`` absolute against the project root."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
+        return prefix + str((root / uri[len(prefix) :]).resolve())
+    return uri
+
+
+def preflight(uri: str, timeout: float = 3.0) -> None:
+    """Fail fast, naming the URI, when the tracking store cannot be used."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("http", "https"):
+        host = parsed.hostname or "127.0.0.1"
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        hint = (
+            f"MLflow tracking server {uri} (MLFLOW_TRACKING_URI from mlflow.env) is not "
+            "reachable; start it (`make ui`) or point MLFLOW_TRACKING_URI at a SQLite "
+            "file such as sqlite:///.mlflow/mlflow.db"
+        )
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                pass
+            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as resp:
+                if resp.status != 200:
+                    raise TrackingUnavailableError(f"{hint} (health check answered {resp.status})")
+        except (OSError, urllib.error.URLError) as exc:
+            raise TrackingUnavailableError(f"{hint} ({exc})") from None
+    elif parsed.scheme == "sqlite":
+        Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def git_state(root: Path) -> dict[str, str]:
+    def git(*args: str) -> str:
+        try:
+            out = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"reprolab.git_commit": commit, "reprolab.git_dirty": str(bool(dirty)).lower()}
+
+
+def dvc_hashes(root: Path, inputs: Iterable[Path]) -> dict[str, str]:
+    """The md5 DVC recorded (in dvc.lock) for each input path, as MLflow tags."""
+    lock_path = root / "dvc.lock"
+    recorded: dict[str, str] = {}
+    if lock_path.is_file():
+        lock = yaml.safe_load(lock_path.read_text()) or {}
+        for stage in (lock.get("stages") or {}).values():
+            for out in stage.get("outs") or []:
+                recorded[out["path"]] = out.get("md5", "")
+    tags = {}
+    for path in inputs:
+        rel = path.relative_to(root).as_posix()
+        tags[f"dvc.md5.{rel}"] = recorded.get(rel, "not-in-dvc.lock")
+    return tags
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
+    """{"a": {"b": 1}} -> {"a.b": "1"}; lists become JSON strings."""
+    out: dict[str, str] = {}
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+    else:
+        text = json.dumps(obj) if isinstance(obj, list | tuple) else str(obj)
+        out[prefix[:-1]] = text[:6000]
+    return out
+
+
+class Tracker:
+    """Tracking for one stage of one method (or the report, with slug 'report')."""
+
+    def __init__(self, root: Path, experiment: str, stage: str, profile: str) -> None:
+        from mlflow.tracking import MlflowClient
+
+        uri = os.environ["MLFLOW_TRACKING_URI"]
+        self.root = root
+        self.stage = stage
+        self.profile = profile
+        self.client = MlflowClient(tracking_uri=uri)
+        self.experiment_id = self._experiment(experiment)
+        self.parent_id: str | None = None
+        self.owns_parent = False
+        self.run_id: str | None = None
+        self._base_tags = {
+            **git_state(root),
+            "reprolab.profile": profile,
+            "reprolab.slug": experiment,
+        }
+        flow_run = os.environ.get(FLOW_RUN_ENV)
+        if flow_run:
+            self._base_tags["prefect.flow_run_id"] = flow_run
+
+    def _experiment(self, name: str) -> str:
+        found = self.client.get_experiment_by_name(name)
+        if found is not None:
+            return found.experiment_id
+        artifacts = (self.root / ".mlflow" / "artifacts" / name).resolve().as_uri()
+        try:
+            return self.client.create_experiment(name, artifact_location=artifacts)
+        except Exception:  # created concurrently by another process
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            return found.experiment_id
+
+    def _chain_parent(self) -> str:
+        """The chain run this stage belongs to (created by the first stage that runs)."""
+        env_parent = os.environ.get(PARENT_ENV)
+        if env_parent:
+            return env_parent
+        runs = self.client.search_runs(
+            [self.experiment_id],
+            filter_string="tags.`reprolab.kind` = 'chain' and attributes.status = 'RUNNING'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
+        if runs:
+            return runs[0].info.run_id
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=f"chain-{time.strftime('%Y%m%d-%H%M%S')}",
+            tags={**self._base_tags, "reprolab.kind": "chain", "reprolab.entry": "dvc"},
+        )
+        self.owns_parent = True
+        return run.info.run_id
+
+    def start(self, params: dict[str, Any], inputs: Iterable[Path] = (), chain: bool = True) -> str:
+        self.parent_id = self._chain_parent() if chain else None
+        tags = {
+            **self._base_tags,
+            **dvc_hashes(self.root, inputs),
+            "reprolab.kind": "stage",
+            "reprolab.stage": self.stage,
+        }
+        if self.parent_id:
+            tags["mlflow.parentRunId"] = self.parent_id
+        run = self.client.create_run(self.experiment_id, run_name=self.stage, tags=tags)
+        self.run_id = run.info.run_id
+        self.log_params(self.run_id, params)
+        return self.run_id
+
+    def finish(self, ok: bool) -> None:
+        status = "FINISHED" if ok else "FAILED"
+        if self.run_id:
+            self.client.set_terminated(self.run_id, status)
+        env_parent = os.environ.get(PARENT_ENV)
+        if self.parent_id and not env_parent and (not ok or self.stage == CHAIN_END_STAGE):
+            self.client.set_terminated(self.parent_id, status)
+
+    @contextmanager
+    def unit_run(self, name: str, params: dict[str, Any], tags: dict[str, str]) -> Iterator[str]:
+        run = self.client.create_run(
+            self.experiment_id,
+            run_name=name,
+            tags={
+                **self._base_tags,
+                **tags,
+                "reprolab.kind": "unit",
+                "reprolab.stage": self.stage,
+                "mlflow.parentRunId": self.run_id or "",
+            },
+        )
+        run_id = run.info.run_id
+        self.log_params(run_id, params)
+        ok = False
+        try:
+            yield run_id
+            ok = True
+        finally:
+            self.client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+
+    def log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in flatten(params).items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+        self.log_history(run_id, [{**metrics, "step": step}])
+
+    def log_history(self, run_id: str, history: list[dict[str, float]]) -> None:
+        """Per-epoch metrics; each row has an 'epoch' (or 'step') key used as the step."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = []
+        for row in history:
+            step = int(row.get("epoch", row.get("step", 0)))
+            for key, value in row.items():
+                if key in ("epoch", "step") or value is None:
+                    continue
+                items.append(Metric(key, float(value), now, step))
+        for i in range(0, len(items), 1000):
+            self.client.log_batch(run_id, metrics=items[i : i + 1000])
+
+    def set_tags(self, run_id: str, tags: dict[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        items = [RunTag(k, str(v)) for k, v in tags.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, tags=items[i : i + 100])
+
+    def log_artifact(self, run_id: str, path: Path, subdir: str | None = None) -> None:
+        if path.exists():
+            self.client.log_artifact(run_id, str(path), subdir)
+
+    def run_url(self, run_id: str) -> str:
+        return f"#/experiments/{self.experiment_id}/runs/{run_id}"
+
+
+def open_tracker(root: Path, experiment: str, stage: str, profile: str) -> Tracker:
+    load_env(root)
+    preflight(os.environ["MLFLOW_TRACKING_URI"])
+    return Tracker(root, experiment, stage, profile)
+
+
+def log(msg: str) -> None:
+    """Progress output of long work (stderr, unbuffered, timestamped)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)

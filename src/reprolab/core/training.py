@@ -1,0 +1,112 @@
+"""Lightning plumbing shared by every method that trains a network.
+
+Lean Trainer settings (no logger, no progress bar, no model summary, no sanity check):
+the pipeline tracks runs itself, and Lightning's per-step overhead must stay small next
+to the compute of small models. Training is resumable: a ``last.ckpt`` is written every
+epoch into the unit's resume folder and picked up by the next attempt. Data order and
+any per-step randomness are pure functions of (seed, epoch, step), so a resumed run
+ends with exactly the metrics of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+LAST = "last.ckpt"
+
+
+def set_threads() -> int:
+    """Use ``REPROLAB_THREADS`` (default: all cores) intra-op threads, one inter-op."""
+    n = int(os.environ.get("REPROLAB_THREADS", os.cpu_count() or 1))
+    torch.set_num_threads(n)
+    return n
+
+
+class TensorBatches(Dataset):
+    """Whole batches straight from tensors: index with a tensor of row indices."""
+
+    def __init__(self, *tensors: torch.Tensor) -> None:
+        self.tensors = tensors
+
+    def __len__(self) -> int:
+        return len(self.tensors[0])
+
+    def __getitem__(self, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(t[idx] for t in self.tensors)
+
+
+class EpochBatchSampler(Sampler):
+    """Yields index batches; the permutation is a function of (seed, epoch) only."""
+
+    def __init__(self, n: int, batch_size: int, seed: int, shuffle: bool = True) -> None:
+        self.n, self.batch_size, self.seed, self.shuffle = n, batch_size, seed, shuffle
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:  # Lightning calls this every epoch
+        self.epoch = epoch
+
+    def __iter__(self):
+        if self.shuffle:
+            gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+            order = torch.randperm(self.n, generator=gen)
+        else:
+            order = torch.arange(self.n)
+        yield from order.split(self.batch_size)
+
+    def __len__(self) -> int:
+        return -(-self.n // self.batch_size)
+
+
+def batches(
+    x: torch.Tensor, y: torch.Tensor, batch_size: int, seed: int, shuffle: bool
+) -> DataLoader:
+    sampler = EpochBatchSampler(len(x), batch_size, seed, shuffle)
+    return DataLoader(TensorBatches(x, y), sampler=sampler, batch_size=None)
+
+
+def make_trainer(max_epochs: int, resume_dir: Path | None, **overrides: Any) -> pl.Trainer:
+    callbacks = []
+    if resume_dir is not None:
+        callbacks.append(
+            pl.callbacks.ModelCheckpoint(
+                dirpath=resume_dir, save_last=True, save_top_k=0, every_n_epochs=1
+            )
+        )
+    kwargs: dict[str, Any] = {
+        "max_epochs": max_epochs,
+        "accelerator": os.environ.get("REPROLAB_ACCELERATOR", "cpu"),
+        "devices": 1,
+        "logger": False,
+        "enable_checkpointing": resume_dir is not None,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+        "callbacks": callbacks,
+        "deterministic": False,
+    }
+    kwargs.update(overrides)
+    return pl.Trainer(**kwargs)
+
+
+def fit_resumable(
+    module: pl.LightningModule,
+    train: DataLoader,
+    val: DataLoader | None,
+    max_epochs: int,
+    resume_dir: Path,
+) -> None:
+    """Fit, continuing from ``resume_dir/last.ckpt`` when an earlier attempt left one."""
+    resume_dir.mkdir(parents=True, exist_ok=True)
+    last = resume_dir / LAST
+    trainer = make_trainer(max_epochs, resume_dir)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+        trainer.fit(module, train, val, ckpt_path=str(last) if last.is_file() else None)

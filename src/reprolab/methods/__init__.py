@@ -1,0 +1,1 @@
+"""One folder per paper; see reprolab.contract for what a folder provides."""

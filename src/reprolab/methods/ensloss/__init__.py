@@ -1,0 +1,31 @@
+"""EnsLoss: stochastic calibrated loss ensembles (Dai, ICML 2025).
+
+Paper: "EnsLoss: Stochastic Calibrated Loss Ensembles for Preventing Overfitting in
+Classification". Official code: https://github.com/statmlben/ensLoss (losses.py).
+"""
+
+from pathlib import Path
+
+from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.methods.ensloss.claims import CLAIMS
+from reprolab.methods.ensloss.config import PROFILE_DEFAULTS, EnsLossConfig
+
+SPEC = MethodSpec(
+    slug="ensloss",
+    title="EnsLoss: stochastic calibrated loss ensembles",
+    paper="Dai, EnsLoss: Stochastic Calibrated Loss Ensembles for Preventing Overfitting in Classification (ICML 2025)",
+    code="https://github.com/statmlben/ensLoss",
+    config_model=EnsLossConfig,
+    profile_defaults=PROFILE_DEFAULTS,
+    variants=(
+        Variant("ensloss", "random calibrated loss-derivatives per batch (the method)", True),
+        Variant("bce", "logistic loss log(1 + exp(-yf)) (BCE with logits)"),
+        Variant("hinge", "hinge loss max(0, 1 - yf)"),
+        Variant("exp", "exponential loss exp(-yf)"),
+    ),
+    claims=CLAIMS,
+    hooks="reprolab.methods.ensloss.method",
+    quantization=Quantization(schemes=("int8_dynamic",)),
+    metrics=("test_acc", "val_acc", "train_acc"),
+    readme=Path(__file__).with_name("README.md"),
+)

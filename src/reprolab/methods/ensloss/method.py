@@ -1,0 +1,150 @@
+"""EnsLoss hooks for the pipeline stages (see reprolab.contract.MethodHooks)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.core import datasets
+from reprolab.core.training import batches, fit_resumable
+from reprolab.methods.ensloss.config import EnsLossConfig
+from reprolab.methods.ensloss.module import BinaryClassifier, accuracy, mlp
+
+# ---------------------------------------------------------------- prepare
+
+
+def class_pairs(n_pairs: int, pair_seed: int) -> list[tuple[int, int]]:
+    """``n_pairs`` of the 45 digit pairs, in a fixed pseudo-random order."""
+    pairs = list(itertools.combinations(range(10), 2))
+    order = np.random.default_rng(pair_seed).permutation(len(pairs))
+    return [pairs[i] for i in order[:n_pairs]]
+
+
+def _binary_task(x, y01, cfg: EnsLossConfig, seed: int, scale: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    if cfg.max_rows and len(y01) > cfg.max_rows:
+        keep = np.sort(rng.choice(len(y01), cfg.max_rows, replace=False))
+        x, y01 = x[keep], y01[keep]
+    tr, va, te = datasets.stratified_split(y01, cfg.split, seed)
+    y_train = y01[tr].copy()
+    flip = rng.random(len(y_train)) < cfg.label_noise  # noisy training labels only
+    y_train[flip] = 1 - y_train[flip]
+    out = {
+        "y_train": y_train,
+        "y_train_clean": y01[tr],
+        "y_val": y01[va],
+        "y_test": y01[te],
+    }
+    if scale == "image":  # keep uint8 on disk; scaled to [0, 1] at load
+        out |= {"x_train": x[tr], "x_val": x[va], "x_test": x[te]}
+    else:  # standardise with training statistics only
+        mu, sd = x[tr].mean(0), x[tr].std(0) + 1e-8
+        out |= {
+            k: ((x[i] - mu) / sd).astype(np.float32)
+            for k, i in (("x_train", tr), ("x_val", va), ("x_test", te))
+        }
+    return out
+
+
+def prepare(cfg: EnsLossConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+    sources = {}
+    for name in cfg.datasets:  # load (or fail with install instructions) before building
+        loader = datasets.IMAGE_SOURCES.get(name) or datasets.TABULAR_SOURCES[name]
+        sources[name] = loader(raw_dir)
+    tasks: dict[str, dict[str, np.ndarray]] = {}
+    sizes = {}
+    for name, (x, y) in sources.items():
+        if name in datasets.TABULAR_SOURCES:
+            tasks[name] = _binary_task(x, y, cfg, cfg.data_seed, "tabular")
+        else:
+            for a, b in class_pairs(cfg.n_pairs, cfg.pair_seed):
+                rows = (y == a) | (y == b)
+                task = f"{name}-{a}v{b}"
+                tasks[task] = _binary_task(
+                    x[rows], (y[rows] == b).astype(np.int64), cfg, cfg.data_seed, "image"
+                )
+    for task, arrays in tasks.items():
+        sizes[task] = int(len(arrays["y_train"]))
+    return tasks, {"sizes": sizes, "label_noise": cfg.label_noise}
+
+
+# ---------------------------------------------------------------- train
+
+
+def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
+    x = torch.from_numpy(np.asarray(data[f"x_{part}"]))
+    x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+    return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()
+
+
+def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    return [
+        Unit(task, variant, seed)
+        for task in sorted(tasks)
+        for seed in seeds
+        for variant in cfg.variants
+    ]
+
+
+def train_unit(
+    unit: Unit, cfg: EnsLossConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    x_tr, y_tr = _tensors(data, "train")
+    x_va, y_va = _tensors(data, "val")
+    torch.manual_seed(unit.seed)  # initial weights: same init for every loss under a seed
+    module = BinaryClassifier(
+        in_dim=x_tr.shape[1],
+        hidden=cfg.hidden,
+        depth=cfg.depth,
+        loss=unit.variant,
+        lr=cfg.lr,
+        momentum=cfg.momentum,
+        weight_decay=cfg.weight_decay,
+        epochs=cfg.epochs,
+        seed=unit.seed,
+    )
+    train = batches(x_tr, y_tr, cfg.batch_size, unit.seed, shuffle=True)
+    val = batches(x_va, y_va, 4096, unit.seed, shuffle=False)
+    fit_resumable(module, train, val, cfg.epochs, resume_dir)
+    return TrainedUnit(state=module.net.state_dict(), history=module.history)
+
+
+def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn.Module:
+    net = mlp(np.asarray(data["x_train"]).shape[1], cfg.hidden, cfg.depth)
+    net.load_state_dict(state)
+    return net.eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def evaluate_unit(
+    model: torch.nn.Module, unit: Unit, cfg: EnsLossConfig, data: dict
+) -> dict[str, float]:
+    out = {}
+    for part in ("train", "val", "test"):
+        x, y = _tensors(data, part)
+        if part == "train":  # accuracy on the clean labels: how well it fits the truth
+            y = torch.from_numpy(np.asarray(data["y_train_clean"])).long()
+        out[f"{part}_acc"] = accuracy(model, x, y)
+    return out
+
+
+def example_input(unit: Unit, cfg: EnsLossConfig, data: dict) -> torch.Tensor:
+    x, _ = _tensors(data, "test")
+    return x[:256]
+
+
+def plots(table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    from reprolab.methods.ensloss.plots import accuracy_by_pair, quantized_vs_fp32
+
+    return [
+        accuracy_by_pair(table, out_dir / "accuracy_by_pair.png"),
+        quantized_vs_fp32(table, out_dir / "int8_vs_fp32.png"),
+    ]

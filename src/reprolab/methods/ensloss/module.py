@@ -1,0 +1,95 @@
+"""The classifier trained under each loss: an MLP scoring f(x), trained with SGD
+(momentum 0.9) and a cosine learning-rate schedule, as in the official train.py."""
+
+from __future__ import annotations
+
+import lightning.pytorch as pl
+import torch
+from torch import nn
+
+from reprolab.methods.ensloss.losses import LOSSES
+
+
+def mlp(in_dim: int, hidden: int, depth: int) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    width = in_dim
+    for _ in range(depth):
+        layers += [nn.Linear(width, hidden), nn.ReLU()]
+        width = hidden
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
+def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """Share of rows with sign(f(x)) equal to y (labels 0/1; f(x) = 0 counts as class 0)."""
+    with torch.inference_mode():
+        pred = (net(x).flatten() > 0).long()
+    return float((pred == y).float().mean())
+
+
+class BinaryClassifier(pl.LightningModule):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        depth: int,
+        loss: str,
+        lr: float,
+        momentum: float,
+        weight_decay: float,
+        epochs: int,
+        seed: int,
+    ) -> None:
+        super().__init__()
+        self.net = mlp(in_dim, hidden, depth)
+        self.loss_fn = LOSSES[loss]
+        self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
+        self.epochs, self.seed = epochs, seed
+        self.history: list[dict[str, float]] = []
+        self._loss_sum = torch.zeros(())
+        self._batches = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x).flatten()
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        margins = self(x) * (2.0 * y - 1.0)
+        # EnsLoss's random derivatives are a function of (seed, step): resuming from a
+        # checkpoint replays exactly the draws an uninterrupted run would make.
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.global_step)
+        loss = self.loss_fn(margins, gen)
+        self._loss_sum = self._loss_sum + loss.detach()
+        self._batches += 1
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        pred = (self(x) > 0).long()
+        self._val_correct = getattr(self, "_val_correct", 0) + int((pred == y).sum())
+        self._val_n = getattr(self, "_val_n", 0) + len(y)
+
+    def on_validation_epoch_end(self) -> None:
+        if self.trainer.sanity_checking:
+            return
+        self.history.append(
+            {
+                "epoch": self.current_epoch,
+                "train_loss": float(self._loss_sum) / max(self._batches, 1),
+                "val_acc": self._val_correct / max(self._val_n, 1),
+            }
+        )
+        self._loss_sum, self._batches, self._val_correct, self._val_n = torch.zeros(()), 0, 0, 0
+
+    def configure_optimizers(self):
+        opt = torch.optim.SGD(
+            self.parameters(), lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay
+        )
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["reprolab_history"] = self.history
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.history = list(checkpoint.get("reprolab_history", []))

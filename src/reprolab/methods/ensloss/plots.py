@@ -1,0 +1,60 @@
+"""EnsLoss figures: test accuracy per class pair and loss; int8 vs fp32."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.core.stats import t_interval  # noqa: E402
+
+
+def accuracy_by_pair(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[(table.metric == "test_acc") & (table.precision == "fp32")]
+    tasks = sorted(rows.task.unique())
+    variants = list(dict.fromkeys(rows.variant))
+    width = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(tasks) + 2), 4))
+    for j, variant in enumerate(variants):
+        means, errs = [], []
+        for task in tasks:
+            vals = rows[(rows.task == task) & (rows.variant == variant)].value.to_numpy()
+            iv = t_interval(vals)
+            means.append(iv.mean)
+            errs.append(0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+        ax.bar(np.arange(len(tasks)) + j * width, means, width, yerr=errs, capsize=2, label=variant)
+    lo = rows.value.min()
+    ax.set_ylim(max(0.0, lo - 0.05), 1.0)
+    ax.set_xticks(
+        np.arange(len(tasks)) + width * (len(variants) - 1) / 2, tasks, rotation=45, ha="right"
+    )
+    ax.set_ylabel("test accuracy (mean, 95% CI over seeds)")
+    ax.set_title("EnsLoss vs fixed losses per class pair")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def quantized_vs_fp32(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.metric == "test_acc"]
+    wide = rows.pivot_table(index=["task", "variant", "seed"], columns="precision", values="value")
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    for precision in [c for c in wide.columns if c != "fp32"]:
+        ax.scatter(wide["fp32"], wide[precision], s=10, label=precision)
+    lims = [wide.min().min() - 0.01, 1.0]
+    ax.plot(lims, lims, "k--", lw=0.8)
+    ax.set_xlabel("fp32 test accuracy")
+    ax.set_ylabel("quantized test accuracy")
+    ax.set_title("Post-training quantization, per unit")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

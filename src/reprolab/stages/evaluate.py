@@ -1,0 +1,173 @@
+"""evaluate@<slug>: metrics of every unit at full precision and quantized, then claims.
+
+Outputs in data/eval/<slug>/:
+- metrics.csv   long table: task, variant, seed, precision, metric, value
+- metrics.json  summary for `dvc metrics show`: per variant and precision, mean metrics;
+                size and latency per precision; verdict counts
+- claims.json   one entry per claim and precision: paper's number, measured value with
+                its interval, verdict
+- plots/        the method's figures
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from reprolab.core import io
+from reprolab.core.tracking import log
+from reprolab.stages._common import PreparedData, context, read_units
+
+
+def run(slug: str, root: Path) -> dict:
+    ctx = context(slug, "evaluate", root)
+    units = read_units(ctx.paths.checkpoints, "train", slug)
+    qinfo = io.read_json(ctx.paths.quantized / "quantized.json")
+    schemes = qinfo.get("schemes", []) if qinfo.get("applies") else []
+    data = PreparedData(ctx.paths)
+    hooks = ctx.hooks()
+    tracker = ctx.tracker(inputs=[ctx.paths.checkpoints, ctx.paths.quantized])
+    ok = False
+    started = time.perf_counter()
+    try:
+        rows, efficiency = _measure(ctx, hooks, data, units, schemes)
+        table = pd.DataFrame(
+            rows, columns=["task", "variant", "seed", "precision", "metric", "value"]
+        )
+        precisions = ["fp32", *schemes]
+        claims = [
+            claim.evaluate(table, precision, ctx.profile)
+            for precision in precisions
+            for claim in ctx.spec.claims
+        ]
+        for result in claims:
+            result["mlflow_run_id"] = tracker.run_id
+            result["mlflow_experiment_id"] = tracker.experiment_id
+        summary = _summary(ctx, table, efficiency, claims)
+
+        out = ctx.paths.eval
+        out.mkdir(parents=True, exist_ok=True)
+        with io.atomic_path(out / "metrics.csv") as tmp:
+            table.to_csv(tmp, index=False)
+        io.write_json(out / "claims.json", claims)
+        io.write_json(out / "metrics.json", summary)
+        with io.atomic_dir(out / "plots") as tmp:
+            figures = hooks.plots(table, tmp) if hasattr(hooks, "plots") else []
+        log(f"evaluate@{slug}: {len(figures)} plots, {len(claims)} claim results")
+
+        _track(tracker, summary, claims, out)
+        for result in claims:
+            verdict = result["verdict"]
+            log(
+                f"  claim {result['id']} [{result['precision']}]: {verdict} ({result['measured'].get('summary', '')})"
+            )
+        tracker.log_metrics(tracker.run_id, {"evaluate_seconds": time.perf_counter() - started})
+        ok = True
+        return summary
+    finally:
+        tracker.finish(ok)
+
+
+def _measure(ctx, hooks, data, units, schemes):
+    from reprolab.core import quant
+
+    rows = []
+    efficiency: dict[str, dict] = {}
+    latency_done: set[str] = set()
+    for i, unit in enumerate(units, 1):
+        task_data = data[unit.task]
+        state = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)["state"]
+        model = hooks.restore(unit, ctx.cfg, task_data, state)
+        models = {"fp32": model}
+        for scheme in schemes:
+            qstate = torch.load(ctx.paths.quantized / f"{unit.id}.{scheme}.pt", weights_only=True)
+            arch = hooks.restore(unit, ctx.cfg, task_data, state)
+            models[scheme] = quant.restore_quantized(arch, scheme, qstate)
+        for precision, m in models.items():
+            for metric, value in hooks.evaluate_unit(m, unit, ctx.cfg, task_data).items():
+                rows.append((unit.task, unit.variant, unit.seed, precision, metric, float(value)))
+        # Size and latency depend on the architecture, not on the task or seed:
+        # measure them once per variant.
+        if schemes and unit.variant not in latency_done:
+            latency_done.add(unit.variant)
+            example = hooks.example_input(unit, ctx.cfg, task_data)
+            for precision, m in models.items():
+                lat = quant.latency_ms(m, example)
+                entry = efficiency.setdefault(
+                    precision, {"bytes": quant.state_bytes(m), "latency_ms": []}
+                )
+                entry["latency_ms"].append(lat["median"])
+        if i % 25 == 0 or i == len(units):
+            log(f"evaluate@{ctx.slug}: {i}/{len(units)} units")
+    for entry in efficiency.values():
+        entry["latency_ms"] = float(pd.Series(entry["latency_ms"]).median())
+    return rows, efficiency
+
+
+def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> dict:
+    means = table.groupby(["variant", "precision", "metric"]).value.mean()
+    variants: dict = {}
+    for (variant, precision, metric), value in means.items():
+        variants.setdefault(variant, {}).setdefault(precision, {})[metric] = round(float(value), 6)
+    verdicts: dict = {}
+    for c in claims:
+        verdicts.setdefault(c["precision"], {})[c["id"]] = c["verdict"]
+    counts = {
+        v: sum(c["verdict"] == v for c in claims if c["precision"] == "fp32")
+        for v in ("reproduced", "not_reproduced", "inconclusive")
+    }
+    quality = {}
+    fp32 = table[table.precision == "fp32"].set_index(["task", "variant", "seed", "metric"]).value
+    for precision in efficiency:
+        if precision == "fp32":
+            continue
+        q = (
+            table[table.precision == precision]
+            .set_index(["task", "variant", "seed", "metric"])
+            .value
+        )
+        quality[precision] = {
+            metric: round(float((q - fp32).xs(metric, level="metric").mean()), 6)
+            for metric in ctx.spec.metrics
+        }
+    return {
+        "profile": ctx.profile,
+        "seeds": list(ctx.seeds),
+        "variants": variants,
+        "efficiency": efficiency,
+        "quantized_minus_fp32": quality,
+        "claims": verdicts,
+        "claim_counts_fp32": counts,
+    }
+
+
+def _track(tracker, summary: dict, claims: list[dict], out: Path) -> None:
+    flat = {}
+    for variant, by_precision in summary["variants"].items():
+        for precision, metrics in by_precision.items():
+            for metric, value in metrics.items():
+                flat[f"{variant}.{precision}.{metric}"] = value
+    for precision, entry in summary["efficiency"].items():
+        flat[f"{precision}.bytes"] = entry["bytes"]
+        flat[f"{precision}.latency_ms"] = entry["latency_ms"]
+    code = {"reproduced": 1.0, "inconclusive": 0.0, "not_reproduced": -1.0}
+    tags = {}
+    for c in claims:
+        key = f"claim.{c['id']}.{c['precision']}"
+        flat[f"{key}.value"] = c["measured"]["value"]
+        flat[f"{key}.verdict"] = code[c["verdict"]]
+        tags[f"verdict.{c['id']}.{c['precision']}"] = c["verdict"]
+    tracker.log_metrics(tracker.run_id, flat)
+    tracker.set_tags(tracker.run_id, tags)
+    if tracker.parent_id:  # so the chain run can be sorted and filtered by verdict too
+        tracker.set_tags(tracker.parent_id, tags)
+        tracker.log_metrics(
+            tracker.parent_id, {k: v for k, v in flat.items() if k.startswith("claim.")}
+        )
+    for name in ("metrics.json", "claims.json", "metrics.csv"):
+        tracker.log_artifact(tracker.run_id, out / name)
+    for plot in sorted((out / "plots").glob("*.png")):
+        tracker.log_artifact(tracker.run_id, plot, "plots")

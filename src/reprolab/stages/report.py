@@ -1,0 +1,172 @@
+"""report: one row per claim of every method -> data/reports/claims.{md,csv,html}.
+
+Each row carries the paper's number, the measured value with its 95% interval, the
+verdict, the profile and a link to the MLflow run that produced it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from reprolab import config, registry
+from reprolab.core import io
+from reprolab.core.tracking import log, open_tracker
+from reprolab.paths import MethodPaths, reports_dir
+
+COLUMNS = [
+    "method",
+    "claim",
+    "precision",
+    "paper",
+    "measured",
+    "interval",
+    "verdict",
+    "profile",
+    "run",
+]
+
+
+def run(root: Path) -> dict:
+    project = config.load(root / "params.yaml")
+    rows, figures = collect(root)
+    out = reports_dir(root)
+    ui = os.environ.get("REPROLAB_MLFLOW_UI", "http://127.0.0.1:5000")
+    table = pd.DataFrame(rows, columns=[*COLUMNS, "statement", "detail", "run_id", "experiment_id"])
+    if not table.empty:
+        table["run"] = [
+            f"{ui}/#/experiments/{e}/runs/{r}"
+            for e, r in zip(table.experiment_id, table.run_id, strict=True)
+        ]
+    markdown = to_markdown(table, figures, project.profile, out)
+    out.mkdir(parents=True, exist_ok=True)
+    with io.atomic_path(out / "claims.csv") as tmp:
+        table[COLUMNS + ["statement", "detail"]].to_csv(tmp, index=False)
+    io.write_text(out / "claims.md", markdown)
+    io.write_text(out / "claims.html", to_html(table, figures, out))
+    counts = table[table.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
+    io.write_json(
+        out / "summary.json",
+        {"profile": project.profile, "claims": len(table), "fp32_verdicts": counts},
+    )
+
+    tracker = open_tracker(root, "reprolab-report", "report", project.profile)
+    tracker.start(
+        {
+            "profile": project.profile,
+            "methods": sorted(table.method.unique()) if len(table) else [],
+        },
+        chain=False,
+    )
+    try:
+        tracker.log_metrics(tracker.run_id, {f"verdicts.{k}": float(v) for k, v in counts.items()})
+        for name in ("claims.md", "claims.csv", "claims.html"):
+            tracker.log_artifact(tracker.run_id, out / name)
+    finally:
+        tracker.finish(True)
+    log(f"report: {len(table)} claim rows -> {out / 'claims.md'}")
+    return {
+        "markdown": markdown,
+        "rows": table[COLUMNS].to_dict("records"),
+        "path": str(out / "claims.md"),
+    }
+
+
+def collect(root: Path) -> tuple[list[list], dict[str, list[Path]]]:
+    rows, figures = [], {}
+    for slug in registry.slugs():
+        folder = MethodPaths(root, slug).eval
+        if not (folder / "claims.json").is_file():
+            continue
+        spec = registry.get(slug)
+        for c in io.read_json(folder / "claims.json"):
+            m = c["measured"]
+            rows.append(
+                [
+                    slug,
+                    c["id"],
+                    c["precision"],
+                    f"{c['paper_value']} ({c['paper_setting']})",
+                    _fmt(m["value"]),
+                    f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
+                    c["verdict"],
+                    c["profile"],
+                    "",
+                    c["statement"],
+                    m.get("summary", ""),
+                    c.get("mlflow_run_id", ""),
+                    c.get("mlflow_experiment_id", ""),
+                ]
+            )
+        figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png"))
+    return rows, figures
+
+
+def _fmt(x: float) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "inf" if x and x > 0 else "-inf" if x else "n/a"
+    return f"{x:+.4f}" if abs(x) < 10 else f"{x:.4g}"
+
+
+def to_markdown(table: pd.DataFrame, figures: dict, profile: str, out: Path) -> str:
+    lines = [
+        "# Claims: paper vs measured",
+        "",
+        f"Profile: **{profile}**"
+        + (
+            " (smoke-level verdicts check the machinery; they are not evidence)"
+            if profile == "smoke"
+            else ""
+        ),
+        "",
+        "Measured value: mean over tasks of the per-task mean difference (method - baseline);"
+        " interval: 95% t-interval. Detail: per-task paired outcomes over seeds.",
+        "",
+        "| method | claim | precision | paper | measured | 95% interval | detail | verdict | profile | run |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples():
+        lines.append(
+            f"| {r.method} | {r.claim} | {r.precision} | {r.paper} | {r.measured} | {r.interval} "
+            f"| {r.detail} | **{r.verdict}** | {r.profile} | [mlflow]({r.run}) |"
+        )
+    for title, paths in figures.items():
+        if paths:
+            lines += ["", f"## {title}", ""]
+            lines += [f"![{p.stem}]({os.path.relpath(p, out)})" for p in paths]
+    return "\n".join(lines) + "\n"
+
+
+def to_html(table: pd.DataFrame, figures: dict, out: Path) -> str:
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    body = []
+    for r in table.itertuples():
+        cells = [
+            r.method,
+            r.claim,
+            r.precision,
+            r.paper,
+            r.measured,
+            r.interval,
+            f"<b>{r.verdict}</b>",
+            r.profile,
+        ]
+        tds = "".join(
+            f"<td>{c if c.startswith('<b>') else html.escape(str(c))}</td>" for c in cells
+        )
+        body.append(f"<tr>{tds}<td><a href='{html.escape(r.run)}'>mlflow</a></td></tr>")
+    imgs = "".join(
+        f"<h2>{html.escape(t)}</h2>"
+        + "".join(f"<img src='{os.path.relpath(p, out)}' width=560>" for p in ps)
+        for t, ps in figures.items()
+        if ps
+    )
+    return (
+        "<!doctype html><meta charset=utf-8><title>reprolab claims</title>"
+        "<style>td,th{border:1px solid #ccc;padding:4px}table{border-collapse:collapse}</style>"
+        f"<h1>Claims: paper vs measured</h1><table><tr>{head}</tr>{''.join(body)}</table>{imgs}"
+    )

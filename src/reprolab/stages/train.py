@@ -1,0 +1,101 @@
+"""train@<slug>: train every unit (task x variant x seed) into data/checkpoints/<slug>/.
+
+Finished units are kept under data/.partial/train/<slug>/<fingerprint>/ until the whole
+stage is done, so a killed run loses nothing that was finished: the next attempt skips
+those units and resumes the interrupted one from its last epoch checkpoint. The
+fingerprint covers the config, seeds, data checksums and code, so stale work from a
+different setting is never reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+
+import torch
+
+from reprolab.core import io
+from reprolab.core.tracking import log
+from reprolab.stages._common import PreparedData, code_digest, context
+
+
+def run(slug: str, root: Path) -> dict:
+    ctx = context(slug, "train", root)
+    data = PreparedData(ctx.paths)  # verifies checksums before any compute
+    hooks = ctx.hooks()
+    units = hooks.units(ctx.cfg, ctx.seeds, data.tasks)
+    fingerprint = _fingerprint(ctx, data)
+    partial_root = ctx.paths.partial("train")
+    partial = partial_root / fingerprint
+    if partial_root.is_dir():  # work from another setting can never be resumed
+        for stale in partial_root.iterdir():
+            if stale.name != fingerprint:
+                shutil.rmtree(stale, ignore_errors=True)
+    done_dir = partial / "done"
+    done_dir.mkdir(parents=True, exist_ok=True)
+
+    import reprolab.core.training as training
+
+    training.set_threads()
+    tracker = ctx.tracker(inputs=[ctx.paths.prepared])
+    ok = False
+    started = time.perf_counter()
+    try:
+        n_resumed = 0
+        for i, unit in enumerate(units, 1):
+            done = done_dir / f"{unit.id}.pt"
+            if done.is_file():
+                n_resumed += 1
+                log(f"train@{slug} [{i}/{len(units)}] {unit.id}: finished earlier, kept")
+                continue
+            t0 = time.perf_counter()
+            unit_params = {"task": unit.task, "variant": unit.variant, "seed": unit.seed}
+            unit_tags = {"reprolab.unit": unit.id, "reprolab.seed": str(unit.seed)}
+            with tracker.unit_run(unit.id, unit_params, unit_tags) as run_id:
+                resume = partial / "resume" / unit.id
+                result = hooks.train_unit(
+                    unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
+                )
+                with io.atomic_path(done) as tmp:
+                    torch.save({"state": result.state, "history": result.history}, tmp)
+                tracker.log_history(run_id, result.history)
+                shutil.rmtree(resume, ignore_errors=True)
+            last = result.history[-1] if result.history else {}
+            shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items() if k != "epoch")
+            log(
+                f"train@{slug} [{i}/{len(units)}] {unit.id}: {shown} ({time.perf_counter() - t0:.1f}s)"
+            )
+
+        with io.atomic_dir(ctx.paths.checkpoints) as tmp:
+            for unit in units:
+                shutil.copy2(done_dir / f"{unit.id}.pt", tmp / f"{unit.id}.pt")
+            io.write_json(
+                tmp / "units.json",
+                {"units": [u.__dict__ for u in units], "fingerprint": fingerprint},
+            )
+        shutil.rmtree(partial, ignore_errors=True)
+        wall = time.perf_counter() - started
+        tracker.log_metrics(
+            tracker.run_id, {"units": len(units), "units_resumed": n_resumed, "train_seconds": wall}
+        )
+        ok = True
+        return {"units": len(units), "resumed": n_resumed, "seconds": wall}
+    finally:
+        tracker.finish(ok)
+
+
+def _fingerprint(ctx, data: PreparedData) -> str:
+    src = Path(__file__).resolve().parents[1]
+    blob = json.dumps(
+        {
+            "cfg": ctx.cfg.model_dump(mode="json"),
+            "seeds": list(ctx.seeds),
+            "data": {k: v["sha256"] for k, v in data.manifest["files"].items()},
+            "code": code_digest(src / "methods" / ctx.slug, src / "core", Path(__file__)),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
