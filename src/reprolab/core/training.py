@@ -10,6 +10,7 @@ ends with exactly the metrics of an uninterrupted one.
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
@@ -20,6 +21,11 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 LAST = "last.ckpt"
+
+# One Trainer per unit: Lightning's per-fit banners ("GPU available", tips) would
+# drown the pipeline's own progress lines.
+for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 
 def set_threads() -> int:
