@@ -90,6 +90,8 @@ class MethodSpec:
     #: headline metrics of evaluate_unit, in the order the report shows them
     metrics: tuple[str, ...] = ()
     readme: Path | None = None
+    #: the smallest config that still runs every code path (used by the contract test)
+    test_overrides: dict[str, Any] = field(default_factory=dict)
 
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]

@@ -82,6 +82,10 @@ class PairedMajority:
         }
         return verdict, measured
 
+    def variants(self) -> tuple[str, ...]:
+        """Every variant the check reads."""
+        return (self.method, *(self.baselines if self.baseline == "best" else (self.baseline,)))
+
     def _opponent(self, table: pd.DataFrame, task: str) -> str:
         if self.baseline != "best":
             return self.baseline
@@ -105,7 +109,18 @@ class Claim:
 
     def evaluate(self, table: pd.DataFrame, precision: str, profile: str) -> dict[str, Any]:
         rows = table[table.precision == precision]
-        verdict, measured = self.check.evaluate(rows, self.metric)
+        missing = sorted(set(self.check.variants()) - set(rows.variant))
+        if missing:  # e.g. a baseline left out of `variants` in params.yaml
+            verdict = "inconclusive"
+            nan = float("nan")
+            measured = {
+                "value": nan,
+                "ci_low": nan,
+                "ci_high": nan,
+                "summary": f"not tested: variant(s) {', '.join(missing)} were not trained",
+            }
+        else:
+            verdict, measured = self.check.evaluate(rows, self.metric)
         return {
             "id": self.id,
             "statement": self.statement,

@@ -28,4 +28,11 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("test_acc", "val_acc", "train_acc"),
     readme=Path(__file__).with_name("README.md"),
+    test_overrides={
+        "datasets": ["digits"],
+        "n_pairs": 1,
+        "max_rows": 200,
+        "epochs": 1,
+        "hidden": 8,
+    },
 )

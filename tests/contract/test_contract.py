@@ -1,0 +1,100 @@
+"""The method contract, checked for every registered method.
+
+A new method folder is picked up here automatically: if it passes, the pipeline can
+run it without changes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import yaml
+
+from reprolab import config, registry
+from reprolab.contract import MethodSpec, TrainedUnit
+from reprolab.core import quant
+from tests.conftest import ROOT
+
+SLUGS = registry.slugs()
+REQUIRED_HOOKS = ("prepare", "units", "train_unit", "restore", "evaluate_unit")
+
+
+@pytest.fixture(params=SLUGS)
+def spec(request) -> MethodSpec:
+    return registry.get(request.param)
+
+
+def test_there_are_methods():
+    assert SLUGS
+
+
+def test_spec_is_complete(spec: MethodSpec):
+    assert spec.title and spec.paper and spec.code
+    names = spec.variant_names()
+    assert len(names) == len(set(names)) >= 2, "the method plus at least one baseline"
+    assert sum(v.is_method for v in spec.variants) == 1
+    assert spec.metrics, "headline metrics of evaluate_unit"
+    ids = [c.id for c in spec.claims]
+    assert ids and len(ids) == len(set(ids))
+    for claim in spec.claims:
+        assert claim.paper_value and claim.paper_setting and claim.statement
+        assert claim.metric in spec.metrics
+        assert set(claim.check.variants()) <= set(names), claim.id
+
+
+def test_quantization_is_declared(spec: MethodSpec):
+    if spec.quantization.applies:
+        for scheme in spec.quantization.schemes:
+            quant.check_scheme(scheme)
+    else:
+        assert len(spec.quantization.reason) > 20, "say why quantization does not apply"
+
+
+def test_readme_states_claims_and_verdicts(spec: MethodSpec):
+    assert spec.readme is not None and spec.readme.is_file()
+    text = spec.readme.read_text()
+    for claim in spec.claims:
+        assert claim.id in text, f"README does not mention claim {claim.id}"
+    assert "Verdicts" in text
+
+
+def test_params_section_and_profiles_validate(spec: MethodSpec):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert spec.slug in params["methods"], "add a section to params.yaml"
+    for profile in config.PROFILES:
+        config.method_config(spec.slug, profile, {}, "defaults")
+    config.method_config(spec.slug, "smoke", spec.test_overrides, "test_overrides")
+
+
+def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
+    hooks = registry.hooks(spec.slug)
+    for name in REQUIRED_HOOKS:
+        assert callable(getattr(hooks, name, None)), f"{spec.hooks} lacks {name}()"
+    cfg = config.method_config(spec.slug, "smoke", spec.test_overrides, "test_overrides")
+    seeds = (0, 1)
+    datasets, meta = hooks.prepare(cfg, seeds, tmp_path / "raw")
+    assert datasets and isinstance(meta, dict)
+    units = hooks.units(cfg, seeds, sorted(datasets))
+    assert {u.variant for u in units} <= set(spec.variant_names())
+    assert {u.seed for u in units} == set(seeds)
+    first_of_each = {}
+    for unit in units:
+        first_of_each.setdefault(unit.variant, unit)
+    for unit in first_of_each.values():
+        data = datasets[unit.task]
+        trained = hooks.train_unit(unit, cfg, data, tmp_path / "resume" / unit.id, lambda m: None)
+        assert isinstance(trained, TrainedUnit) and trained.state
+        model = hooks.restore(unit, cfg, data, trained.state)
+        metrics = hooks.evaluate_unit(model, unit, cfg, data)
+        assert set(spec.metrics) <= set(metrics)
+        assert all(math.isfinite(v) for v in metrics.values())
+        if spec.quantization.applies:
+            example = hooks.example_input(unit, cfg, data)
+            for scheme in spec.quantization.schemes:
+                qmodel = quant.quantize(model, scheme)
+                qmetrics = hooks.evaluate_unit(qmodel, unit, cfg, data)
+                assert set(qmetrics) == set(metrics)
+                with torch.inference_mode():
+                    qmodel(example)

@@ -1,0 +1,108 @@
+"""params.yaml validation: every bad input is named, with what is allowed."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from reprolab import config
+from tests.conftest import ROOT
+
+GOOD = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def bad(mutate) -> str:
+    raw = copy.deepcopy(GOOD)
+    mutate(raw)
+    with pytest.raises(config.ConfigError) as err:
+        config.validate(raw)
+    return str(err.value)
+
+
+def test_the_committed_params_validate():
+    project = config.validate(copy.deepcopy(GOOD))
+    assert project.profile in config.PROFILES
+    assert set(project.methods) == set(GOOD["methods"])
+    assert len(project.seeds) >= 2
+
+
+def test_profile_selects_its_seeds_and_defaults():
+    raw = copy.deepcopy(GOOD)
+    raw["profile"] = "paper"
+    project = config.validate(raw)
+    assert project.seeds == tuple(GOOD["seeds"]["paper"])
+    assert project.method("ensloss").epochs == 30  # PROFILE_DEFAULTS['paper']
+
+
+def test_override_reaches_the_typed_config():
+    raw = copy.deepcopy(GOOD)
+    raw["methods"]["ensloss"]["smoke"] = {"epochs": 7, "datasets": ["digits"]}
+    cfg = config.validate(raw).method("ensloss")
+    assert cfg.epochs == 7 and cfg.datasets == ["digits"]
+
+
+def test_unknown_profile_lists_allowed_values():
+    msg = bad(lambda r: r.update(profile="huge"))
+    assert "profile" in msg and "smoke" in msg and "paper" in msg
+
+
+def test_negative_epochs_names_the_key():
+    msg = bad(lambda r: r["methods"]["ensloss"].update(smoke={"epochs": -1}))
+    assert "methods.ensloss.smoke.epochs" in msg and "greater than or equal to 1" in msg
+
+
+def test_wrong_type_names_the_key():
+    msg = bad(lambda r: r["methods"]["ensloss"].update(paper={"lr": "fast"}))
+    assert "methods.ensloss.paper.lr" in msg
+
+
+def test_bad_choice_lists_allowed_values():
+    msg = bad(lambda r: r["methods"]["ensloss"].update(smoke={"datasets": ["cifar10"]}))
+    assert "methods.ensloss.smoke.datasets.0" in msg and "fashion_mnist" in msg
+
+
+def test_unknown_method_key_lists_allowed_keys():
+    msg = bad(lambda r: r["methods"]["ensloss"].update(smoke={"epoch": 3}))
+    assert "methods.ensloss.smoke.epoch: unknown key" in msg and "epochs" in msg
+
+
+def test_unknown_top_level_key():
+    msg = bad(lambda r: r.update(sedes=[1]))
+    assert "sedes: unknown key" in msg and "seeds" in msg
+
+
+@pytest.mark.parametrize("key", ["profile", "seeds", "methods"])
+def test_missing_top_level_key(key):
+    assert f"missing key '{key}'" in bad(lambda r: r.pop(key))
+
+
+def test_unknown_method_lists_registered_ones():
+    msg = bad(lambda r: r["methods"].update(nosuch={}))
+    assert "methods.nosuch: unknown method" in msg and "ensloss" in msg
+
+
+def test_missing_method_section():
+    msg = bad(lambda r: r["methods"].pop("ensloss"))
+    assert "methods.ensloss: missing section" in msg
+
+
+def test_single_seed_is_rejected():
+    msg = bad(lambda r: r["seeds"].update(smoke=[0]))
+    assert "seeds.smoke" in msg and "at least 2 seeds" in msg
+
+
+def test_duplicate_or_negative_seeds_are_rejected():
+    assert "distinct" in bad(lambda r: r["seeds"].update(paper=[1, 1]))
+    assert "integers >= 0" in bad(lambda r: r["seeds"].update(paper=[0, -3]))
+
+
+def test_cross_field_rule_is_explained():
+    msg = bad(lambda r: r["methods"]["ensloss"].update(smoke={"split": [0.5, 0.5, 0.5]}))
+    assert "methods.ensloss.smoke.split" in msg and "summing to 1" in msg
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(config.ConfigError, match="params.yaml not found"):
+        config.load(tmp_path / "params.yaml")

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from reprolab.core import tracking
+
+
+def test_relative_sqlite_uri_is_resolved_against_the_root(tmp_path):
+    uri = tracking.resolve_uri("sqlite:///.mlflow/x.db", tmp_path)
+    assert uri == f"sqlite:///{tmp_path.resolve()}/.mlflow/x.db"
+    assert tracking.resolve_uri("sqlite:////abs/x.db", tmp_path) == "sqlite:////abs/x.db"
+
+
+def test_unreachable_server_fails_fast_and_names_the_uri():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"http://127.0.0.1:{port}"
+    start = time.perf_counter()
+    with pytest.raises(tracking.TrackingUnavailableError) as err:
+        tracking.preflight(uri, timeout=2.0)
+    assert time.perf_counter() - start < 10
+    assert uri in str(err.value) and "mlflow.env" in str(err.value)
+
+
+def test_flatten():
+    assert tracking.flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x"}) == {
+        "a.b": "1",
+        "a.c": "[1, 2]",
+        "d": "x",
+    }
+
+
+def test_missing_env_file(tmp_path):
+    with pytest.raises(tracking.TrackingUnavailableError, match="mlflow.env not found"):
+        tracking.load_env(tmp_path)
