@@ -1,0 +1,105 @@
+"""The whole pipeline through real DVC and real MLflow (SQLite) on a tiny project copy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import copy_project, run
+
+pytestmark = pytest.mark.pipeline
+
+
+def test_repro_produces_every_output(reproduced):
+    ev = reproduced / "data" / "eval" / "ensloss"
+    table = pd.read_csv(ev / "metrics.csv")
+    assert set(table.precision) == {"fp32", "int8_dynamic"}
+    assert set(table.variant) == {"ensloss", "bce", "hinge", "exp"}
+    assert set(table.seed) == {0, 1}
+    assert table.value.between(0, 1).all()
+    claims = json.loads((ev / "claims.json").read_text())
+    assert {c["id"] for c in claims} == {"vs_bce", "vs_hinge", "vs_exp", "vs_best_fixed"}
+    for c in claims:
+        assert c["verdict"] in ("reproduced", "not_reproduced", "inconclusive")
+        assert c["measured"]["ci_low"] <= c["measured"]["value"] <= c["measured"]["ci_high"]
+        assert c["profile"] == "smoke" and c["level"].startswith("smoke-level")
+    summary = json.loads((ev / "metrics.json").read_text())
+    eff = summary["efficiency"]
+    assert eff["int8_dynamic"]["bytes"] < eff["fp32"]["bytes"]
+    assert eff["fp32"]["latency_ms"] > 0 and eff["int8_dynamic"]["latency_ms"] > 0
+    assert sorted(p.name for p in (ev / "plots").iterdir()) == [
+        "accuracy_by_pair.png",
+        "int8_vs_fp32.png",
+    ]
+    report = (reproduced / "data" / "reports" / "claims.md").read_text()
+    for c in claims:
+        assert f"| ensloss | {c['id']} | {c['precision']} |" in report
+    assert "#/experiments/" in report
+
+
+def test_second_repro_does_nothing_and_metrics_show(reproduced):
+    proc = run(["dvc", "repro"], reproduced)
+    assert "Data and pipelines are up to date" in proc.stdout
+    assert "Running stage" not in proc.stdout
+    shown = run(["dvc", "metrics", "show", "--json"], reproduced).stdout
+    assert "claim_counts_fp32" in shown
+
+
+def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):
+    client = MlflowClient(tracking_uri=f"sqlite:///{reproduced}/.mlflow/mlflow.db")
+    exp = client.get_experiment_by_name("ensloss")
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    chains = [r for r in runs if r.data.tags.get("reprolab.kind") == "chain"]
+    assert len(chains) == 1 and chains[0].info.status == "FINISHED"
+    chain = chains[0]
+    stages = {
+        r.data.tags["reprolab.stage"]: r
+        for r in runs
+        if r.data.tags.get("reprolab.kind") == "stage"
+        and r.data.tags.get("mlflow.parentRunId") == chain.info.run_id
+    }
+    assert set(stages) == {"prepare", "train", "quantize", "evaluate"}
+    train = stages["train"]
+    assert train.data.params["method.epochs"] == "3"
+    assert train.data.tags["reprolab.git_commit"] != "unknown"
+    assert train.data.tags["dvc.md5.data/prepared/ensloss"].endswith(".dir")
+    units = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == train.info.run_id]
+    assert len(units) == 2 * 4 * 2  # tasks x variants x seeds
+    history = client.get_metric_history(units[0].info.run_id, "val_acc")
+    assert [m.step for m in history] == [0, 1, 2]
+    claims = json.loads((reproduced / "data/eval/ensloss/claims.json").read_text())
+    for c in claims:
+        assert chain.data.tags[f"verdict.{c['id']}.{c['precision']}"] == c["verdict"]
+
+
+def test_changing_one_profile_reruns_only_what_it_touches(project):
+    run(["dvc", "repro"], project)
+    # paper-profile params are not inputs of the smoke pipeline
+    proc = run(["dvc", "exp", "run", "-S", "+methods.ensloss.paper.epochs=5"], project)
+    assert "Running stage" not in proc.stdout
+    proc = run(["dvc", "exp", "run", "-S", "methods.ensloss.smoke.epochs=2"], project)
+    ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
+    assert ran == {"prepare@ensloss", "train@ensloss", "quantize@ensloss", "evaluate@ensloss", "report"}
+    shown = run(["dvc", "exp", "show", "--json"], project).stdout
+    assert "methods.ensloss.smoke.epochs" in shown or '"epochs": 2' in shown
+
+
+def test_push_pull_round_trip(tmp_path):
+    root = copy_project(tmp_path / "project")
+    run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], root)
+    run(["dvc", "repro"], root)
+    before = {p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
+    run(["dvc", "push"], root)
+    assert any((tmp_path / "remote").rglob("*"))
+    for folder in ("prepared", "checkpoints", "quantized", "eval", "reports"):
+        shutil.rmtree(root / "data" / folder)
+    shutil.rmtree(root / ".dvc" / "cache")
+    run(["dvc", "pull"], root)
+    after = {p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
+    tracked = {k: v for k, v in before.items() if not str(k).startswith(("data/.partial", "data/raw"))}
+    assert {k: after.get(k) for k in tracked} == tracked
+    assert "Data and pipelines are up to date" in run(["dvc", "status"], root).stdout
