@@ -10,10 +10,10 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
-export PREFECT_UI_ENABLED := false
+export PREFECT_UI_ENABLED ?= false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: venv run test test-slow bench ui data lint format prefect-server serve clean-data
+.PHONY: venv run test test-slow bench ui data lint format prefect-server serve
 
 venv: $(STAMP)
 $(STAMP): requirements.lock pyproject.toml

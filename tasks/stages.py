@@ -1,47 +1,89 @@
 """One Prefect task per pipeline stage, built on :func:`reprolab.stages.run_stage`.
 
-A stage DVC reports as up to date is skipped; a stage that ran is committed to DVC, so
-`dvc repro` after a Prefect run has nothing to do. No retries here: a stage failure is
-deterministic (bad input, a bug), and retrying would only repeat it.
+A stage DVC reports as up to date is skipped; a stage that ran is committed to DVC
+(`dvc commit -f <stage>`), so `dvc status` agrees and `dvc repro` after a Prefect run
+has nothing to do. DVC is the cache: Prefect caches nothing and persists no results.
+
+No retries on stages: a stage failure is deterministic (bad input, a bug) and retrying
+would only repeat it. Publishing the artifacts talks to the Prefect API, which can fail
+transiently, so that task retries.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
 
 from reprolab import dvcstate
+from reprolab.paths import reports_dir
 from reprolab.stages import run_stage
 
+CLAIM_COLUMNS = [
+    "method",
+    "claim",
+    "precision",
+    "paper",
+    "measured",
+    "interval",
+    "verdict",
+    "profile",
+]
 
-@task(name="stage", task_run_name="{stage}@{slug}", retries=0)
-def stage_task(stage: str, slug: str | None, root: str) -> dict:
+
+@task(
+    name="stage",
+    task_run_name="{name}",
+    retries=0,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def stage_task(name: str, root: str) -> dict:
+    """Run the DVC stage ``name`` (e.g. ``train@ensloss``, ``report``) unless up to date."""
     logger = get_run_logger()
-    name = dvcstate.stage_name(stage, slug)
     project = Path(root)
-    if dvcstate.is_up_to_date(project, name):
+    changes = dvcstate.status(project, name)
+    if not changes:
         logger.info("%s is up to date in DVC: skipped", name)
         return {"stage": name, "skipped": True}
-    logger.info("running %s", name)
-    result = run_stage(stage, slug, project)
+    logger.info("running %s (%s)", name, dvcstate.describe(changes))
+    stage, slug = dvcstate.split_name(name)
+    started = time.perf_counter()
+    run_stage(stage, slug, project)
+    seconds = round(time.perf_counter() - started, 2)
     dvcstate.commit(project, name)
-    logger.info("%s done and committed to dvc.lock", name)
-    return {"stage": name, "skipped": False, "result": result if stage != "report" else None}
+    logger.info("%s done in %.1f s and committed to dvc.lock", name, seconds)
+    return {"stage": name, "skipped": False, "seconds": seconds}
 
 
-@task(name="publish-claims", retries=2, retry_delay_seconds=2)
-def publish_claims(root: str) -> None:
+@task(
+    name="publish-claims",
+    retries=2,
+    retry_delay_seconds=2,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def publish_claims(root: str) -> dict:
     """Publish the claims table (written by the report stage) as Prefect artifacts."""
     import pandas as pd
 
-    folder = Path(root) / "data" / "reports"
-    create_markdown_artifact(
+    folder = reports_dir(Path(root))
+    markdown_id = create_markdown_artifact(
         markdown=(folder / "claims.md").read_text(),
         key="claims-report",
-        description="paper vs measured",
+        description="reprolab claims: paper vs measured",
     )
-    table = pd.read_csv(folder / "claims.csv").fillna("")
-    cols = ["method", "claim", "precision", "paper", "measured", "interval", "verdict", "profile"]
-    create_table_artifact(table=table[cols].to_dict("records"), key="claims-table")
+    table = pd.read_csv(folder / "claims.csv", dtype=str, keep_default_na=False)
+    table_id = create_table_artifact(
+        table=table[CLAIM_COLUMNS].to_dict("records"),
+        key="claims-table",
+        description="reprolab claims: one row per claim and precision",
+    )
+    return {
+        "markdown_artifact": str(markdown_id),
+        "table_artifact": str(table_id),
+        "rows": len(table),
+    }

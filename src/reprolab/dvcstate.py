@@ -1,8 +1,9 @@
 """What DVC knows about the stages, for entry points other than `dvc repro`.
 
-The Prefect flows read the chain of a method from dvc.yaml (one DAG, declared once),
-skip a stage DVC reports as up to date, and after running a stage in-process record it
-with `dvc commit`, so `dvc status` agrees afterwards and nothing is computed twice.
+The Prefect flows read the stages from dvc.yaml through DVC's API (one DAG, declared
+once), skip a stage DVC reports as up to date, and after running a stage in-process
+record it with `dvc commit`, so `dvc status` agrees afterwards and nothing is computed
+twice. Nothing here needs a Prefect server, and DVC stage commands never need Prefect.
 """
 
 from __future__ import annotations
@@ -17,28 +18,73 @@ def stage_name(stage: str, slug: str | None) -> str:
     return f"{stage}@{slug}" if slug else stage
 
 
-def chain(root: Path, slug: str) -> list[str]:
-    """The stages of one method in dependency order, as dvc.yaml declares them."""
+def split_name(name: str) -> tuple[str, str | None]:
+    """``"train@ensloss"`` -> ``("train", "ensloss")``; ``"report"`` -> ``("report", None)``."""
+    stage, _, slug = name.partition("@")
+    return stage, slug or None
+
+
+def stages(root: Path) -> list[str]:
+    """Every stage of dvc.yaml, upstream before downstream (ties broken by name)."""
+    import networkx as nx
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
-        names = [s.addressing for s in repo.index.stages]
-    mine = [n for n in names if n.endswith(f"@{slug}")]
+        # DVC's graph has an edge from each stage to the stages producing its deps.
+        upstream_first = repo.index.graph.reverse(copy=True)
+        order = nx.lexicographical_topological_sort(upstream_first, key=lambda s: s.addressing)
+        return [stage.addressing for stage in order]
+
+
+def chain(root: Path, slug: str) -> list[str]:
+    """The stages of one method (``<stage>@<slug>``) in dependency order."""
+    mine = [n for n in stages(root) if split_name(n)[1] == slug]
     if not mine:
         raise KeyError(f"dvc.yaml has no stages for method {slug!r}")
     return mine
 
 
-def is_up_to_date(root: Path, name: str) -> bool:
+def shared(root: Path) -> list[str]:
+    """The stages that belong to no method (the report), in dependency order."""
+    return [n for n in stages(root) if split_name(n)[1] is None]
+
+
+def status(root: Path, name: str) -> dict:
+    """`dvc status <name>`: empty when the stage is up to date."""
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
-        return not repo.status(targets=[name])
+        return repo.status(targets=[name])
+
+
+def describe(changes: dict) -> str:
+    """A one-line summary of what `dvc status` reported, for logs."""
+    parts = []
+    for entries in changes.values():
+        for entry in entries:
+            if isinstance(entry, dict):
+                for kind, paths in entry.items():
+                    parts.append(f"{kind}: {', '.join(paths)}" if isinstance(paths, dict) else kind)
+            else:
+                parts.append(str(entry))
+    return "; ".join(parts)
+
+
+def is_up_to_date(root: Path, name: str) -> bool:
+    return not status(root, name)
 
 
 def commit(root: Path, name: str) -> None:
-    """Record the stage's current deps and outs in dvc.lock and the DVC cache."""
+    """`dvc commit -f <name>`: record the stage's current deps, params and outs in
+    dvc.lock and put its outs in the DVC cache, as `dvc repro` does after running it.
+
+    ``force`` because the stage is new or changed by definition (it just ran); without
+    it DVC would ask for confirmation.
+    """
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo:
         repo.commit(name, force=True)
+    left = status(root, name)
+    if left:
+        raise RuntimeError(f"{name}: still changed in DVC after `dvc commit`: {left}")
