@@ -83,7 +83,13 @@ def test_changing_one_profile_reruns_only_what_it_touches(project):
     assert "Running stage" not in proc.stdout
     proc = run(["dvc", "exp", "run", "-S", "methods.ensloss.smoke.epochs=2"], project)
     ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
-    assert ran == {"prepare@ensloss", "train@ensloss", "quantize@ensloss", "evaluate@ensloss", "report"}
+    assert ran == {
+        "prepare@ensloss",
+        "train@ensloss",
+        "quantize@ensloss",
+        "evaluate@ensloss",
+        "report",
+    }
     shown = run(["dvc", "exp", "show", "--json"], project).stdout
     assert "methods.ensloss.smoke.epochs" in shown or '"epochs": 2' in shown
 
@@ -92,7 +98,9 @@ def test_push_pull_round_trip(tmp_path):
     root = copy_project(tmp_path / "project")
     run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], root)
     run(["dvc", "repro"], root)
-    before = {p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
+    before = {
+        p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()
+    }
     run(["dvc", "push"], root)
     assert any((tmp_path / "remote").rglob("*"))
     for folder in ("prepared", "checkpoints", "quantized", "eval", "reports"):
@@ -100,6 +108,8 @@ def test_push_pull_round_trip(tmp_path):
     shutil.rmtree(root / ".dvc" / "cache")
     run(["dvc", "pull"], root)
     after = {p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
-    tracked = {k: v for k, v in before.items() if not str(k).startswith(("data/.partial", "data/raw"))}
+    tracked = {
+        k: v for k, v in before.items() if not str(k).startswith(("data/.partial", "data/raw"))
+    }
     assert {k: after.get(k) for k in tracked} == tracked
     assert "Data and pipelines are up to date" in run(["dvc", "status"], root).stdout

@@ -77,20 +77,37 @@ def batches(
     return DataLoader(TensorBatches(x, y), sampler=sampler, batch_size=None)
 
 
+class LastCheckpoint(pl.Callback):
+    """Write ``<resume_dir>/last.ckpt`` at the end of every training epoch, atomically.
+
+    Lightning's own ``ModelCheckpoint(save_last=True, save_top_k=0)`` writes last.ckpt
+    only when training ends, so a killed unit had nothing to resume from. Here the file
+    is written to a temporary sibling and moved into place, so a kill mid-write leaves
+    the previous epoch's checkpoint intact.
+    """
+
+    def __init__(self, resume_dir: Path) -> None:
+        self.path = resume_dir / LAST
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        tmp = self.path.with_name(f".{LAST}.tmp")
+        trainer.save_checkpoint(tmp)
+        os.replace(tmp, self.path)
+
+
 def make_trainer(max_epochs: int, resume_dir: Path | None, **overrides: Any) -> pl.Trainer:
-    callbacks = []
+    callbacks: list[pl.Callback] = []
     if resume_dir is not None:
-        callbacks.append(
-            pl.callbacks.ModelCheckpoint(
-                dirpath=resume_dir, save_last=True, save_top_k=0, every_n_epochs=1
-            )
-        )
+        callbacks.append(LastCheckpoint(resume_dir))
     kwargs: dict[str, Any] = {
         "max_epochs": max_epochs,
         "accelerator": os.environ.get("REPROLAB_ACCELERATOR", "cpu"),
         "devices": 1,
         "logger": False,
-        "enable_checkpointing": resume_dir is not None,
+        # No Lightning ModelCheckpoint: LastCheckpoint above is the only checkpointing.
+        "enable_checkpointing": False,
         "enable_progress_bar": False,
         "enable_model_summary": False,
         "num_sanity_val_steps": 0,

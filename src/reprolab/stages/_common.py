@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -11,7 +12,7 @@ from typing import Any
 from reprolab import config, registry
 from reprolab.contract import MethodConfig, MethodSpec, Unit
 from reprolab.core import io
-from reprolab.core.tracking import Tracker, open_tracker
+from reprolab.core.tracking import Tracker, load_env, open_tracker, preflight
 from reprolab.paths import MethodPaths
 
 
@@ -50,9 +51,14 @@ class StageContext:
 
 
 def context(slug: str, stage: str, root: Path) -> StageContext:
-    """Validate params.yaml and the slug; nothing is computed or written yet."""
+    """Validate params.yaml, the slug and the tracking store; nothing is computed or
+    written yet (beyond the folder of a SQLite store)."""
     registry.check_slug(slug)
     project = config.load(root / "params.yaml")
+    # An unreachable tracking server is named now, within seconds, not after the heavy
+    # imports (torch) and input checks that come before a stage opens its run.
+    load_env(root)
+    preflight(os.environ["MLFLOW_TRACKING_URI"])
     return StageContext(
         root=root,
         slug=slug,

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from reprolab.core import io
-from reprolab.core.tracking import log
+from reprolab.core.tracking import log, open_tracker
 from reprolab.stages._common import context
 
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "prepare", root)
     hooks = ctx.hooks()
-    # The hook checks its sources (and raises with install instructions) before building.
-    tracker = ctx.tracker(inputs=[])
+    # An unreachable tracking store fails first; then the hook checks its sources (and
+    # raises with install instructions) before building. Neither records an MLflow run:
+    # the run starts once the datasets are built, like the other stages start theirs
+    # once their inputs are verified.
+    tracker = open_tracker(root, slug, "prepare", ctx.profile)
+    log(f"prepare@{slug}: building datasets ({ctx.profile} profile)")
+    started = time.perf_counter()
+    datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw)
+    build_seconds = time.perf_counter() - started
+    tracker.start(ctx.params(), inputs=[])
     ok = False
     try:
-        log(f"prepare@{slug}: building datasets ({ctx.profile} profile)")
-        datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw)
         with io.atomic_dir(ctx.paths.prepared) as tmp:
             for name, arrays in datasets.items():
                 io.save_arrays(tmp, name, arrays)
@@ -26,7 +33,9 @@ def run(slug: str, root: Path) -> dict:
             "tasks": len(datasets),
             **{f"n_{k}": v for k, v in meta.get("sizes", {}).items()},
         }
-        tracker.log_metrics(tracker.run_id, {"tasks": len(datasets)})
+        tracker.log_metrics(
+            tracker.run_id, {"tasks": len(datasets), "prepare_seconds": build_seconds}
+        )
         tracker.set_tags(tracker.run_id, {"reprolab.tasks": ",".join(sorted(datasets))[:5000]})
         log(f"prepare@{slug}: wrote {len(datasets)} datasets to {ctx.paths.prepared}")
         ok = True

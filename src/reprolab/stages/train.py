@@ -28,22 +28,23 @@ def run(slug: str, root: Path) -> dict:
     hooks = ctx.hooks()
     units = hooks.units(ctx.cfg, ctx.seeds, data.tasks)
     fingerprint = _fingerprint(ctx, data)
-    partial_root = ctx.paths.partial("train")
-    partial = partial_root / fingerprint
-    if partial_root.is_dir():  # work from another setting can never be resumed
-        for stale in partial_root.iterdir():
-            if stale.name != fingerprint:
-                shutil.rmtree(stale, ignore_errors=True)
-    done_dir = partial / "done"
-    done_dir.mkdir(parents=True, exist_ok=True)
 
     import reprolab.core.training as training
 
     training.set_threads()
+    # The tracking store is checked before anything is written under data/.
     tracker = ctx.tracker(inputs=[ctx.paths.prepared])
     ok = False
     started = time.perf_counter()
     try:
+        partial_root = ctx.paths.partial("train")
+        partial = partial_root / fingerprint
+        if partial_root.is_dir():  # work from another setting can never be resumed
+            for stale in partial_root.iterdir():
+                if stale.name != fingerprint:
+                    shutil.rmtree(stale, ignore_errors=True)
+        done_dir = partial / "done"
+        done_dir.mkdir(parents=True, exist_ok=True)
         n_resumed = 0
         for i, unit in enumerate(units, 1):
             done = done_dir / f"{unit.id}.pt"
@@ -52,10 +53,11 @@ def run(slug: str, root: Path) -> dict:
                 log(f"train@{slug} [{i}/{len(units)}] {unit.id}: finished earlier, kept")
                 continue
             t0 = time.perf_counter()
+            resume = partial / "resume" / unit.id
+            _check_resume(resume, f"train@{slug} [{i}/{len(units)}] {unit.id}")
             unit_params = {"task": unit.task, "variant": unit.variant, "seed": unit.seed}
             unit_tags = {"reprolab.unit": unit.id, "reprolab.seed": str(unit.seed)}
             with tracker.unit_run(unit.id, unit_params, unit_tags) as run_id:
-                resume = partial / "resume" / unit.id
                 result = hooks.train_unit(
                     unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
                 )
@@ -85,6 +87,23 @@ def run(slug: str, root: Path) -> dict:
         return {"units": len(units), "resumed": n_resumed, "seconds": wall}
     finally:
         tracker.finish(ok)
+
+
+def _check_resume(resume: Path, label: str) -> None:
+    """Say which epoch an interrupted unit resumes from; drop a checkpoint that cannot
+    be read (the unit then starts over instead of failing)."""
+    from reprolab.core.training import LAST
+
+    last = resume / LAST
+    if not last.is_file():
+        return
+    try:
+        epoch = int(torch.load(last, map_location="cpu", weights_only=True)["epoch"])
+    except Exception as exc:  # truncated or foreign file: never resume from it
+        log(f"{label}: {last} is unreadable ({type(exc).__name__}); training it from scratch")
+        shutil.rmtree(resume, ignore_errors=True)
+        return
+    log(f"{label}: resuming from {last} (epochs 0..{epoch} done)")
 
 
 def _fingerprint(ctx, data: PreparedData) -> str:
