@@ -22,9 +22,10 @@ from pydantic import BaseModel, ConfigDict
 
 
 class MethodConfig(BaseModel):
-    """Base class of every method's typed config: unknown keys are errors."""
+    """Base class of every method's typed config: unknown keys and wrong types are errors
+    (strict: ``epochs: "3"`` or ``epochs: true`` is rejected, not coerced)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 @dataclass(frozen=True, order=True)

@@ -104,6 +104,13 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path: Path):
     assert len(trained) == 8 - len(kept) and interrupted in trained and not kept & set(trained)
     partial = killed / "data" / ".partial" / "train" / "ensloss"
     assert not partial.exists() or not any(partial.iterdir())  # cleaned up once done
+    # The killed process's runs are closed as KILLED, none is left RUNNING.
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{killed}/.mlflow/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("ensloss").experiment_id])
+    statuses = {r.info.status for r in runs}
+    assert "RUNNING" not in statuses and "KILLED" in statuses, statuses
 
     run(["dvc", "repro"], straight)
 

@@ -187,6 +187,8 @@ class Tracker:
 
     def start(self, params: dict[str, Any], inputs: Iterable[Path] = (), chain: bool = True) -> str:
         self.parent_id = self._chain_parent() if chain else None
+        if self.parent_id and not self.owns_parent:
+            self._close_orphans(self.parent_id)
         tags = {
             **self._base_tags,
             **dvc_hashes(self.root, inputs),
@@ -199,6 +201,21 @@ class Tracker:
         self.run_id = run.info.run_id
         self.log_params(self.run_id, params)
         return self.run_id
+
+    def _close_orphans(self, parent_id: str) -> None:
+        """Mark KILLED the runs of this stage that a killed process left RUNNING."""
+
+        def running_children(run_id: str, extra: str = "") -> list:
+            return self.client.search_runs(
+                [self.experiment_id],
+                filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' "
+                f"and attributes.status = 'RUNNING'{extra}",
+            )
+
+        for stale in running_children(parent_id, f" and tags.`reprolab.stage` = '{self.stage}'"):
+            for child in running_children(stale.info.run_id):
+                self.client.set_terminated(child.info.run_id, "KILLED")
+            self.client.set_terminated(stale.info.run_id, "KILLED")
 
     def finish(self, ok: bool) -> None:
         status = "FINISHED" if ok else "FAILED"

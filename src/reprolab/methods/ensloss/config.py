@@ -19,7 +19,7 @@ class EnsLossConfig(MethodConfig):
     pair_seed: int = Field(default=0, ge=0)
     #: rows per class pair after subsampling (0 = all)
     max_rows: int = Field(default=1200, ge=0)
-    split: tuple[float, float, float] = (0.5, 0.2, 0.3)
+    split: list[float] = Field(default=[0.5, 0.2, 0.3], min_length=3, max_length=3)
     #: fraction of training labels flipped at prepare time (fixed across seeds)
     label_noise: float = Field(default=0.1, ge=0.0, lt=0.5)
     data_seed: int = Field(default=0, ge=0)
@@ -34,7 +34,7 @@ class EnsLossConfig(MethodConfig):
 
     @field_validator("split")
     @classmethod
-    def _split_sums_to_one(cls, v: tuple[float, float, float]) -> tuple[float, float, float]:
+    def _split_sums_to_one(cls, v: list[float]) -> list[float]:
         if any(x <= 0 for x in v) or abs(sum(v) - 1.0) > 1e-6:
             raise ValueError(
                 "split must be three positive fractions (train, val, test) summing to 1"
