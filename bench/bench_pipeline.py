@@ -595,7 +595,7 @@ def quantization(threads: int, repeats: int) -> dict[str, Any]:
 
     from reprolab.core import quant
     from reprolab.methods.ensloss.config import EnsLossConfig
-    from reprolab.methods.ensloss.module import mlp
+    from reprolab.methods.ensloss.net import mlp
 
     torch.set_num_threads(threads)
     cfg = EnsLossConfig()

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from reprolab.core import quant
-from reprolab.methods.ensloss.module import mlp
+from reprolab.methods.ensloss.net import mlp
 
 
 def model():

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,8 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     mean = float(x.mean())
     if x.size == 1:
         return Interval(mean, -math.inf, math.inf, 1, confidence)
+    from scipy import stats  # lazy: method specs import this module and must stay cheap
+
     sem = float(x.std(ddof=1) / math.sqrt(x.size))
     half = float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sem
     return Interval(mean, mean - half, mean + half, int(x.size), confidence)

@@ -5,16 +5,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-import torch
 
 from reprolab.contract import TrainedUnit, Unit
 from reprolab.core import datasets
-from reprolab.core.training import batches, fit_resumable
 from reprolab.methods.ensloss.config import EnsLossConfig
-from reprolab.methods.ensloss.module import BinaryClassifier, accuracy, mlp
+
+# Each stage is its own process: import torch / Lightning only in the hooks that use
+# them, so `prepare` pays for neither and `evaluate` does not pay for Lightning.
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
 
 # ---------------------------------------------------------------- prepare
 
@@ -78,6 +81,8 @@ def prepare(cfg: EnsLossConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[di
 
 
 def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+
     x = torch.from_numpy(np.asarray(data[f"x_{part}"]))
     x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
     return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()
@@ -95,6 +100,11 @@ def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> lis
 def train_unit(
     unit: Unit, cfg: EnsLossConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
+    import torch
+
+    from reprolab.core.training import batches, fit_resumable
+    from reprolab.methods.ensloss.module import BinaryClassifier
+
     x_tr, y_tr = _tensors(data, "train")
     x_va, y_va = _tensors(data, "val")
     torch.manual_seed(unit.seed)  # initial weights: same init for every loss under a seed
@@ -116,6 +126,8 @@ def train_unit(
 
 
 def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn.Module:
+    from reprolab.methods.ensloss.net import mlp
+
     net = mlp(np.asarray(data["x_train"]).shape[1], cfg.hidden, cfg.depth)
     net.load_state_dict(state)
     return net.eval()
@@ -127,6 +139,10 @@ def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn
 def evaluate_unit(
     model: torch.nn.Module, unit: Unit, cfg: EnsLossConfig, data: dict
 ) -> dict[str, float]:
+    import torch
+
+    from reprolab.methods.ensloss.net import accuracy
+
     out = {}
     for part in ("train", "val", "test"):
         x, y = _tensors(data, part)
