@@ -74,7 +74,7 @@ def copy_project(dest: Path, ensloss: dict | None = None) -> Path:
     (dest / "dvc.lock").unlink(missing_ok=True)
     params = yaml.safe_load((dest / "params.yaml").read_text())
     params["profile"] = "smoke"
-    params["methods"]["ensloss"]["smoke"] = dict(ensloss or TINY_ENSLOSS)
+    params["methods"]["ensloss"]["smoke"] = dict(TINY_ENSLOSS if ensloss is None else ensloss)
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (dest / "data").mkdir(exist_ok=True)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "copy"]):

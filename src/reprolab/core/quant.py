@@ -56,6 +56,14 @@ def restore_quantized(arch: nn.Module, scheme: str, state: dict[str, Any]) -> nn
     return model.eval()
 
 
+def load_state(path) -> dict[str, Any]:
+    """``torch.load(weights_only=True)`` of a (possibly quantized) state dict, without the
+    deprecation noise quantized tensors raise on every load."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.load(path, weights_only=True)
+
+
 def state_bytes(model: nn.Module) -> int:
     """Serialized size of the state dict: what a checkpoint of the model costs on disk."""
     buf = io.BytesIO()

@@ -83,7 +83,7 @@ def _measure(ctx, hooks, data, units, schemes):
         model = hooks.restore(unit, ctx.cfg, task_data, state)
         models = {"fp32": model}
         for scheme in schemes:
-            qstate = torch.load(ctx.paths.quantized / f"{unit.id}.{scheme}.pt", weights_only=True)
+            qstate = quant.load_state(ctx.paths.quantized / f"{unit.id}.{scheme}.pt")
             arch = hooks.restore(unit, ctx.cfg, task_data, state)
             models[scheme] = quant.restore_quantized(arch, scheme, qstate)
         for precision, m in models.items():

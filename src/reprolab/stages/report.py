@@ -15,7 +15,7 @@ import pandas as pd
 
 from reprolab import config, registry
 from reprolab.core import io
-from reprolab.core.tracking import log, open_tracker
+from reprolab.core.tracking import load_env, log, open_tracker
 from reprolab.paths import MethodPaths, reports_dir
 
 COLUMNS = [
@@ -35,6 +35,7 @@ def run(root: Path) -> dict:
     project = config.load(root / "params.yaml")
     rows, figures = collect(root)
     out = reports_dir(root)
+    load_env(root)  # REPROLAB_MLFLOW_UI (the address run links point to) is set there
     ui = os.environ.get("REPROLAB_MLFLOW_UI", "http://127.0.0.1:5000")
     table = pd.DataFrame(rows, columns=[*COLUMNS, "statement", "detail", "run_id", "experiment_id"])
     if not table.empty:
