@@ -241,6 +241,20 @@ def _install() -> None:
 
     atexit.register(report)  # registered first, so it runs after every other handler
 
+    # `python -m reprolab` ends with os._exit (it skips interpreter teardown), which runs
+    # no atexit handler: record the process there too, exactly once.
+    real_exit = os._exit
+    reported = []
+
+    def exit_with_report(code: int) -> None:
+        if not reported:
+            reported.append(True)
+            atexit.unregister(report)
+            report()
+        real_exit(code)
+
+    os._exit = exit_with_report
+
 
 if _is_stage_process():
     _install()
