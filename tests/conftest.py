@@ -57,7 +57,10 @@ def run(cmd: list[str], cwd: Path, check: bool = True, env: dict | None = None, 
 
 def copy_project(dest: Path, ensloss: dict | None = None) -> Path:
     """Copy the project's files (tracked and new, not ignored) into ``dest`` as a fresh
-    git repo with one commit, params shrunk to the tiny EnsLoss config."""
+    git repo with one commit, params shrunk to the tiny EnsLoss config (and every other
+    method to the tiny config its spec declares for tests)."""
+    from reprolab import registry
+
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"],
         cwd=ROOT,
@@ -74,6 +77,9 @@ def copy_project(dest: Path, ensloss: dict | None = None) -> Path:
     (dest / "dvc.lock").unlink(missing_ok=True)
     params = yaml.safe_load((dest / "params.yaml").read_text())
     params["profile"] = "smoke"
+    for slug in registry.slugs():
+        if slug != "ensloss":
+            params["methods"][slug]["smoke"] = dict(registry.get(slug).test_overrides)
     params["methods"]["ensloss"]["smoke"] = dict(TINY_ENSLOSS if ensloss is None else ensloss)
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (dest / "data").mkdir(exist_ok=True)

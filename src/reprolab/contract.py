@@ -123,5 +123,5 @@ class MethodHooks(Protocol):
     def example_input(self, unit: Unit, cfg: Any, data: dict) -> Any:
         """A batch for latency measurement (only when quantization applies)."""
 
-    def plots(self, table: Any, out_dir: Path) -> list[Path]:
-        """Optional: figures from the long metrics table."""
+    def plots(self, table: Any, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+        """Optional: figures from the long metrics table and each unit's training history."""

@@ -34,6 +34,7 @@ def test_repro_produces_every_output(reproduced):
     assert sorted(p.name for p in (ev / "plots").iterdir()) == [
         "accuracy_by_pair.png",
         "int8_vs_fp32.png",
+        "val_acc_by_epoch.png",
     ]
     report = (reproduced / "data" / "reports" / "claims.md").read_text()
     for c in claims:

@@ -97,3 +97,28 @@ def test_missing_variant_is_reported_not_crashed():
     t = table({"t1": 0.05})
     res = claim(baseline="zzz").evaluate(t, "fp32", "paper")
     assert res["verdict"] == "inconclusive" and "zzz" in res["measured"]["summary"]
+
+
+def test_threshold_against_closed_form_interval():
+    from reprolab.core.claims import Threshold
+
+    t = table({"t1": 0.1, "t2": 0.1}, noise=0.0)
+    verdict, measured = Threshold("m", bound=0.5).evaluate(t[t.precision == "fp32"], "acc")
+    assert verdict == "reproduced" and measured["ci_low"] > 0.5
+    verdict, _ = Threshold("m", bound=0.99).evaluate(t, "acc")
+    assert verdict == "not_reproduced"
+    verdict, _ = Threshold("m", bound=0.99, higher_is_better=False).evaluate(t, "acc")
+    assert verdict == "reproduced"
+
+
+def test_paired_difference_pools_tasks_and_seeds():
+    from reprolab.core.claims import PairedDifference
+
+    t = table({"t1": 0.05, "t2": 0.03})
+    verdict, measured = PairedDifference("m", "b").evaluate(t, "acc")
+    assert verdict == "reproduced" and measured["n"] == 8
+    assert measured["value"] == pytest.approx(0.04, abs=0.002)
+    assert PairedDifference("b", "m").evaluate(t, "acc")[0] == "not_reproduced"
+    assert PairedDifference("m", "b", margin=0.04, higher_is_better=False).evaluate(t, "acc")[
+        0
+    ] == ("inconclusive")

@@ -9,13 +9,93 @@ have it) and how we test it on the long metrics table the evaluate stage writes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from reprolab.core.stats import classify, t_interval
 
 VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
+
+
+class Check(Protocol):
+    """How a claim is tested. A method may define its own checks next to its claims;
+    those used by several methods live here."""
+
+    def variants(self) -> tuple[str, ...]:
+        """Every variant the check reads (a claim on a missing variant is not tested)."""
+
+    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+        """(verdict, measured) from the rows of one precision. ``measured`` holds at least
+        ``value``, ``ci_low``, ``ci_high`` and a one-line ``summary``."""
+
+
+def _side(low: float, high: float, bound: float, higher_is_better: bool) -> str:
+    """Verdict of an interval against a bound the claim says it beats."""
+    good, bad = (low > bound, high < bound) if higher_is_better else (high < bound, low > bound)
+    return "reproduced" if good else "not_reproduced" if bad else "inconclusive"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The mean of ``metric`` for ``variant`` (over every task and seed) beats ``bound``:
+    reproduced when its whole interval is on the claimed side, not reproduced when it is
+    wholly on the other side, else inconclusive."""
+
+    variant: str
+    bound: float
+    higher_is_better: bool = True
+    confidence: float = 0.95
+
+    def variants(self) -> tuple[str, ...]:
+        return (self.variant,)
+
+    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+        values = table[(table.metric == metric) & (table.variant == self.variant)].value
+        if values.empty:
+            raise ValueError(f"no {metric!r} values for {self.variant}")
+        iv = t_interval(values.to_numpy(), self.confidence)
+        op = ">" if self.higher_is_better else "<"
+        return _side(iv.low, iv.high, self.bound, self.higher_is_better), {
+            "value": iv.mean,
+            "ci_low": iv.low,
+            "ci_high": iv.high,
+            "n": iv.n,
+            "summary": f"{self.variant} mean {iv.mean:.4g} (claim: {op} {self.bound:g}, n={iv.n})",
+        }
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """``method`` beats ``baseline`` on ``metric``, paired by (task, seed) and pooled:
+    the interval of the mean difference (method - baseline) against ``-margin``
+    (or ``+margin`` when lower is better)."""
+
+    method: str
+    baseline: str
+    higher_is_better: bool = True
+    margin: float = 0.0
+    confidence: float = 0.95
+
+    def variants(self) -> tuple[str, ...]:
+        return (self.method, self.baseline)
+
+    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+        wide = table[table.metric == metric].pivot_table(
+            index=["task", "seed"], columns="variant", values="value"
+        )
+        diffs = (wide[self.method] - wide[self.baseline]).dropna().to_numpy()
+        if diffs.size == 0:
+            raise ValueError(f"no paired {metric!r} values of {self.method} and {self.baseline}")
+        iv = t_interval(diffs, self.confidence)
+        bound = -self.margin if self.higher_is_better else self.margin
+        return _side(iv.low, iv.high, bound, self.higher_is_better), {
+            "value": iv.mean,
+            "ci_low": iv.low,
+            "ci_high": iv.high,
+            "n": iv.n,
+            "summary": f"{self.method} - {self.baseline} = {iv.mean:.4g} over {iv.n} pairs",
+        }
 
 
 @dataclass(frozen=True)
@@ -105,7 +185,7 @@ class Claim:
     paper_value: str
     paper_setting: str
     metric: str
-    check: PairedMajority
+    check: Check
 
     def evaluate(self, table: pd.DataFrame, precision: str, profile: str) -> dict[str, Any]:
         rows = table[table.precision == precision]

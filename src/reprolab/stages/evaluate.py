@@ -33,7 +33,7 @@ def run(slug: str, root: Path) -> dict:
     ok = False
     started = time.perf_counter()
     try:
-        rows, efficiency = _measure(ctx, hooks, data, units, schemes)
+        rows, efficiency, histories = _measure(ctx, hooks, data, units, schemes)
         table = pd.DataFrame(
             rows, columns=["task", "variant", "seed", "precision", "metric", "value"]
         )
@@ -55,7 +55,7 @@ def run(slug: str, root: Path) -> dict:
         io.write_json(out / "claims.json", claims)
         io.write_json(out / "metrics.json", summary)
         with io.atomic_dir(out / "plots") as tmp:
-            figures = hooks.plots(table, tmp) if hasattr(hooks, "plots") else []
+            figures = hooks.plots(table, tmp, histories) if hasattr(hooks, "plots") else []
         log(f"evaluate@{slug}: {len(figures)} plots, {len(claims)} claim results")
 
         _track(tracker, summary, claims, out)
@@ -77,9 +77,11 @@ def _measure(ctx, hooks, data, units, schemes):
     rows = []
     efficiency: dict[str, dict] = {}
     latency_done: set[str] = set()
+    histories = {}
     for i, unit in enumerate(units, 1):
         task_data = data[unit.task]
-        state = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)["state"]
+        ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
+        state, histories[unit] = ckpt["state"], ckpt["history"]
         model = hooks.restore(unit, ctx.cfg, task_data, state)
         models = {"fp32": model}
         for scheme in schemes:
@@ -104,7 +106,7 @@ def _measure(ctx, hooks, data, units, schemes):
             log(f"evaluate@{ctx.slug}: {i}/{len(units)} units")
     for entry in efficiency.values():
         entry["latency_ms"] = float(pd.Series(entry["latency_ms"]).median())
-    return rows, efficiency
+    return rows, efficiency, histories
 
 
 def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> dict:

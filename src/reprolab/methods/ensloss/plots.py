@@ -1,4 +1,5 @@
-"""EnsLoss figures: test accuracy per class pair and loss; int8 vs fp32."""
+"""EnsLoss figures: test accuracy per class pair and loss; int8 vs fp32; validation
+accuracy by epoch (where overfitting to noisy labels shows)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,28 @@ def quantized_vs_fp32(table: pd.DataFrame, path: Path) -> Path:
     ax.set_xlabel("fp32 test accuracy")
     ax.set_ylabel("quantized test accuracy")
     ax.set_title("Post-training quantization, per unit")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def validation_curves(histories: dict, path: Path) -> Path:
+    """Mean validation accuracy per epoch and loss, over every task and seed."""
+    rows = [
+        {"variant": unit.variant, "epoch": h["epoch"], "val_acc": h["val_acc"]}
+        for unit, history in histories.items()
+        for h in history
+    ]
+    curves = pd.DataFrame(rows).groupby(["variant", "epoch"]).val_acc.mean()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for variant in curves.index.get_level_values("variant").unique():
+        series = curves.xs(variant, level="variant")
+        ax.plot(series.index, series.to_numpy(), label=variant)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation accuracy (mean over tasks, seeds)")
+    ax.set_title("Training curves (noisy training labels)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
