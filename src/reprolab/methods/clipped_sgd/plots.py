@@ -1,0 +1,133 @@
+"""Clipped SGD figures: error vs iterations per beta and method (log-log), and the
+plateau against beta next to PCSGD's predicted floor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.methods.clipped_sgd.config import parse_task  # noqa: E402
+
+COLORS = {"pcsgd": "tab:red", "dicesgd": "tab:blue", "nonbinding": "tab:green"}
+# DiceSGD and the control often coincide: dashes keep both visible.
+STYLES = {"pcsgd": "-", "dicesgd": "--", "nonbinding": ":"}
+TITLES = {"quad": "quadratic model", "strat": "strategic classification"}
+
+
+def error_curves(histories: dict, table: pd.DataFrame, family: str, path: Path) -> Path:
+    """One panel per (setting, beta): mean over seeds of the mean squared error to
+    theta_PS against the iteration, one line per method; dashed: PCSGD's predicted floor."""
+    rows = []
+    for unit, history in histories.items():
+        fam, beta, c, sigma = parse_task(unit.task)
+        if fam != family:
+            continue
+        for h in history:
+            rows.append(
+                {
+                    "setting": f"c={c:g}, sigma={sigma:g}",
+                    "beta": beta,
+                    "task": unit.task,
+                    "variant": unit.variant,
+                    "step": h["step"],
+                    "mse": h["mse"],
+                }
+            )
+    curves = pd.DataFrame(rows)
+    settings = sorted(curves.setting.unique())
+    betas = sorted(curves.beta.unique())
+    floors = (
+        table[(table.metric == "predicted_floor") & (table.precision == "fp32")]
+        .groupby("task")
+        .value.first()
+    )
+    fig, axes = plt.subplots(
+        len(settings),
+        len(betas),
+        figsize=(3.2 * len(betas), 2.6 * len(settings)),
+        squeeze=False,
+        sharex=True,
+    )
+    for i, setting in enumerate(settings):
+        for j, beta in enumerate(betas):
+            ax = axes[i][j]
+            panel = curves[(curves.setting == setting) & (curves.beta == beta)]
+            for variant, rows_v in panel.groupby("variant"):
+                mean = rows_v.groupby("step").mse.mean()
+                ax.loglog(
+                    mean.index,
+                    mean.to_numpy(),
+                    color=COLORS.get(variant),
+                    ls=STYLES.get(variant, "-"),
+                    label=variant,
+                )
+            if not panel.empty and panel.task.iloc[0] in floors.index:
+                floor = floors[panel.task.iloc[0]]
+                if floor > 0:
+                    ax.axhline(floor, color="k", ls="--", lw=0.8, label="PCSGD floor (theory)")
+            ax.set_title(f"beta={beta:g}, {setting}", fontsize=8)
+            if j == 0:
+                ax.set_ylabel("E ||theta_t - theta_PS||^2")
+            if i == len(settings) - 1:
+                ax.set_xlabel("iteration t")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"Error vs iterations ({TITLES[family]}; mean over seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plateau_vs_beta(table: pd.DataFrame, family: str, path: Path) -> Path:
+    """Plateau (mean over seeds, 95% CI) against beta per method and setting."""
+    rows = table[
+        (table.precision == "fp32") & (table.metric.isin(["plateau_mse", "predicted_floor"]))
+    ]
+    params = rows.task.map(parse_task)
+    rows = rows.assign(
+        family=params.map(lambda p: p[0]),
+        beta=params.map(lambda p: p[1]),
+        setting=params.map(lambda p: f"c={p[2]:g}, sigma={p[3]:g}"),
+    )
+    rows = rows[rows.family == family]
+    settings = sorted(rows.setting.unique())
+    fig, axes = plt.subplots(1, len(settings), figsize=(4 * len(settings), 3.4), squeeze=False)
+    for ax, setting in zip(axes[0], settings, strict=True):
+        sub = rows[rows.setting == setting]
+        plateau = sub[sub.metric == "plateau_mse"]
+        for variant, rows_v in plateau.groupby("variant"):
+            betas, means, errs = [], [], []
+            for beta, vals in rows_v.groupby("beta"):
+                iv = t_interval(vals.value.to_numpy())
+                betas.append(beta)
+                means.append(iv.mean)
+                errs.append(0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+            ax.errorbar(
+                betas,
+                means,
+                yerr=errs,
+                marker="o",
+                capsize=2,
+                color=COLORS.get(variant),
+                ls=STYLES.get(variant, "-"),
+                label=variant,
+            )
+        floor = sub[sub.metric == "predicted_floor"].groupby("beta").value.first()
+        ax.plot(floor.index, floor.to_numpy(), "k--", lw=0.8, label="PCSGD floor (theory)")
+        ax.set_yscale("log")
+        ax.set_xlabel("sensitivity beta")
+        ax.set_title(setting, fontsize=9)
+    axes[0][0].set_ylabel("plateau mse (last 20% of iterations)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"Plateau vs beta ({TITLES[family]})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
