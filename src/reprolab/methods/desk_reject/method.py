@@ -1,0 +1,198 @@
+"""Desk-rejection hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+Tasks: ``conf_m<m>`` / ``tight_m<m>`` hold one synthetic instance per seed (the seed is
+the instance seed); ``tiny_n<n>`` holds every tiny instance with n authors (the
+exhaustive search of the dilemma; seed-free, so trained under the first seed only).
+A unit's "training" is one solver run per instance; its state is the keep-vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.methods.desk_reject import dilemma
+from reprolab.methods.desk_reject.config import TINY_PREFIX as TINY
+from reprolab.methods.desk_reject.config import DeskRejectConfig
+from reprolab.methods.desk_reject.generator import synthetic_instance
+from reprolab.methods.desk_reject.policies import (
+    Instance,
+    ideal_exists,
+    instance_metrics,
+    mean_cost_of,
+    solve,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def parse_task(task: str) -> tuple[str, int]:
+    """('conf' | 'tight' | 'tiny', papers per instance or number of authors)."""
+    family, _, size = task.partition("_")
+    return family, int(size[1:])
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(cfg: DeskRejectConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+    tasks: dict[str, dict[str, np.ndarray]] = {}
+    sizes: dict[str, int] = {}
+    families = (
+        ("conf", cfg.sizes, cfg.limit, cfg.pool_ratio),
+        ("tight", cfg.tight_sizes, cfg.tight_limit, cfg.tight_pool_ratio),
+    )
+    for family, family_sizes, limit, pool_ratio in families:
+        for m in family_sizes:
+            arrays = {"limit": np.array([limit], dtype=np.int64)}
+            for seed in seeds:
+                inst = synthetic_instance(
+                    m, limit, seed, family, pool_ratio, cfg.pareto_shape, cfg.max_team, cfg.team_p
+                )
+                arrays[f"s{seed}_ptr"] = inst.ptr
+                arrays[f"s{seed}_idx"] = inst.idx
+            tasks[f"{family}_m{m}"] = arrays
+            sizes[f"{family}_m{m}"] = int(arrays[f"s{seeds[0]}_idx"].max()) + 1  # authors
+    for n in cfg.tiny_authors:
+        arrays = dilemma.enumerate_task(n, cfg.tiny_limits, cfg.tiny_max_papers)
+        tasks[f"{TINY}{n}"] = arrays
+        sizes[f"{TINY}{n}"] = len(arrays["limit"])  # instances
+    return tasks, {"sizes": sizes, "limit": cfg.limit, "tight_limit": cfg.tight_limit}
+
+
+def _instance(data: dict, seed: int) -> Instance:
+    ptr = np.asarray(data[f"s{seed}_ptr"])
+    idx = np.asarray(data[f"s{seed}_idx"])
+    return Instance(ptr, idx, int(idx.max()) + 1, int(np.asarray(data["limit"])[0]))
+
+
+def _tiny_instances(data: dict) -> list[Instance]:
+    n = int(np.asarray(data["n_authors"])[0])
+    masks, limits = np.asarray(data["masks"]), np.asarray(data["limit"])
+    return [dilemma.to_instance(masks[r], n, int(limits[r])) for r in range(len(limits))]
+
+
+# ---------------------------------------------------------------- train
+
+
+def units(cfg: DeskRejectConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    out = []
+    for task in sorted(tasks):
+        family, size = parse_task(task)
+        for seed in seeds[:1] if family == "tiny" else seeds:
+            for variant in cfg.variants:
+                too_big = family != "tiny" and size > cfg.milp_max_papers
+                if variant.startswith("milp") and too_big:
+                    continue
+                out.append(Unit(task, variant, seed))
+    return out
+
+
+def train_unit(
+    unit: Unit,
+    cfg: DeskRejectConfig,
+    data: dict,
+    resume_dir: Path,
+    progress: Callable[[str], None],
+) -> TrainedUnit:
+    """Solve every instance of the unit's task with its policy (no resume needed: one
+    solve takes seconds at most)."""
+    import torch
+
+    if unit.task.startswith(TINY):
+        instances = _tiny_instances(data)
+        width = np.asarray(data["masks"]).shape[1]
+    else:
+        instances = [_instance(data, unit.seed)]
+        width = instances[0].n_papers
+    keep = np.zeros((len(instances), width), dtype=np.int8)
+    seconds, optimal, costs = 0.0, 0, []
+    extra: dict[str, list[float]] = {}
+    for r, inst in enumerate(instances):
+        sol = solve(unit.variant, inst, cfg.milp_time_limit)
+        keep[r, : inst.n_papers] = sol.keep
+        seconds += sol.seconds
+        optimal += int(sol.optimal)
+        costs.append(mean_cost_of(inst, sol.keep))
+        for key, value in sol.info.items():
+            extra.setdefault(key, []).append(float(value))
+    if len(instances) > 1:
+        progress(f"{len(instances)} tiny instances solved in {seconds:.2f}s")
+    state = {
+        "keep": torch.as_tensor(keep),
+        "solve_seconds": float(seconds),
+        "optimal_frac": optimal / len(instances),
+        **{key: torch.as_tensor(values, dtype=torch.float64) for key, values in extra.items()},
+    }
+    history = [
+        {
+            "step": 0,
+            "solve_seconds": float(seconds),
+            "mean_cost": float(np.mean(costs)),
+            "papers": float(width),
+            "instances": float(len(instances)),
+        }
+    ]
+    return TrainedUnit(state=state, history=history)
+
+
+def restore(unit: Unit, cfg: DeskRejectConfig, data: dict, state: dict) -> dict:
+    """The trained object is the policy's decision: keep-vectors plus solver facts."""
+    return {
+        key: np.asarray(value) if hasattr(value, "numpy") else value for key, value in state.items()
+    }
+
+
+# ---------------------------------------------------------------- evaluate
+
+#: per-instance metrics that are counts over a tiny task's instances (others: means)
+_COUNTS = ("no_ideal", "avoidable_hit")
+
+
+def evaluate_unit(model: dict, unit: Unit, cfg: DeskRejectConfig, data: dict) -> dict[str, float]:
+    keep = np.asarray(model["keep"]).astype(np.int64)
+    tiny = unit.task.startswith(TINY)
+    instances = _tiny_instances(data) if tiny else [_instance(data, unit.seed)]
+    rows = [instance_metrics(inst, keep[r, : inst.n_papers]) for r, inst in enumerate(instances)]
+    out = {
+        key: float(
+            np.sum([r[key] for r in rows]) if key in _COUNTS else np.mean([r[key] for r in rows])
+        )
+        for key in rows[0]
+    }
+    out["instances"] = float(len(instances))
+    out["solve_seconds"] = float(model["solve_seconds"])
+    out["optimal"] = float(model["optimal_frac"])
+    if "lp_bound" in model:
+        out["lp_bound"] = float(np.mean(model["lp_bound"]))
+        out["lp_fractional"] = float(np.mean(model["lp_fractional"]))  # fractional x_j
+    if "worst_case_t" in model:
+        out["worst_case_t"] = float(np.mean(model["worst_case_t"]))
+    if tiny:
+        # the exhaustive search: prepare tried every keep-vector of every instance
+        ideal = np.asarray(data["ideal"]).astype(bool)
+        closed_form = np.array([ideal_exists(inst) for inst in instances])
+        if not np.array_equal(ideal, closed_form):
+            raise AssertionError("brute-force and closed-form ideal checks disagree")
+        out["no_ideal"] = float((~ideal).sum())
+        team = np.asarray(data["max_team"])
+        out["no_ideal_min_team"] = float(team[~ideal].min()) if (~ideal).any() else 0.0
+    return out
+
+
+# ---------------------------------------------------------------- plots
+
+
+def plots(table: pd.DataFrame, out_dir: Path, histories: dict) -> list[Path]:
+    from reprolab.methods.desk_reject.plots import cost_distribution, gap_vs_size, solve_time
+
+    return [
+        cost_distribution(table, out_dir / "cost_distribution.png"),
+        gap_vs_size(table, out_dir / "gap_vs_size.png"),
+        solve_time(histories, out_dir / "solve_time.png"),
+    ]
