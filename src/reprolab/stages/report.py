@@ -124,8 +124,9 @@ def to_markdown(table: pd.DataFrame, figures: dict, profile: str, out: Path) -> 
             else ""
         ),
         "",
-        "Measured value: mean over tasks of the per-task mean difference (method - baseline);"
-        " interval: 95% t-interval. Detail: per-task paired outcomes over seeds.",
+        "Measured value and 95% interval as each claim's check defines them (its method's"
+        " README says how); detail: the check's one-line summary, e.g. per-task paired"
+        " outcomes over seeds.",
         "",
         "| method | claim | precision | paper | measured | 95% interval | detail | verdict | profile | run |",
         "|---|---|---|---|---|---|---|---|---|---|",
