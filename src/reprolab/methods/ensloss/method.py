@@ -157,10 +157,11 @@ def example_input(unit: Unit, cfg: EnsLossConfig, data: dict) -> torch.Tensor:
     return x[:256]
 
 
-def plots(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    from reprolab.methods.ensloss.plots import accuracy_by_pair, quantized_vs_fp32
+def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+    from reprolab.methods.ensloss import plots as figs
 
     return [
-        accuracy_by_pair(table, out_dir / "accuracy_by_pair.png"),
-        quantized_vs_fp32(table, out_dir / "int8_vs_fp32.png"),
+        figs.accuracy_by_pair(table, out_dir / "accuracy_by_pair.png"),
+        figs.quantized_vs_fp32(table, out_dir / "int8_vs_fp32.png"),
+        figs.validation_curves(histories, out_dir / "val_acc_by_epoch.png"),
     ]

@@ -1,0 +1,97 @@
+"""dp_noise settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up.
+
+Sensitivity is s = 1 throughout: ``sigma_ratios`` are sigma/s, the bin width is
+Delta = 1/bins_per_sensitivity, and the grid covers n_bins * Delta = n_bins / m in units
+of s before the geometric tails start.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from reprolab.contract import MethodConfig
+
+Mechanism = Literal["optimized", "gaussian", "laplace"]
+
+
+def task_name(sigma: float, k: int) -> str:
+    return f"sigma{sigma:g}_k{k}"
+
+
+class DPNoiseConfig(MethodConfig):
+    #: noise standard deviation over sensitivity, one family of tasks each
+    sigma_ratios: list[float] = Field(default=[5.0], min_length=1)
+    #: numbers of compositions k; the noise is optimised for each (sigma, k) task
+    compositions: list[int] = Field(default=[10, 100], min_length=1)
+    #: target delta of the (eps, delta) guarantee
+    delta: float = Field(default=1e-6, gt=0, lt=1)
+    variants: list[Mechanism] = Field(default=["optimized", "gaussian", "laplace"], min_length=2)
+    #: m = s / Delta, bins per sensitivity (the shifts are 1..m bins); paper: 20
+    bins_per_sensitivity: int = Field(default=5, ge=1, le=64)
+    #: N, free bins before the geometric tail; paper: 2000
+    n_bins: int = Field(default=150, ge=4)
+    #: r, ratio of the geometric tails; paper: 0.9999 with a 20-sigma grid. On a grid of
+    #: ~6 sigma that flat a tail holds a visible share of the variance: 0.99 here
+    tail_ratio: float = Field(default=0.99, gt=0, lt=1)
+    #: K, iterations of preconditioned gradient descent (Alg. 3)
+    iterations: int = Field(default=800, ge=1)
+    #: T, a Newton step on alpha every T iterations (Alg. 3, line 20)
+    alpha_every: int = Field(default=5, ge=1)
+    #: alpha is kept in (1, alpha_max]: at k = 1 the bound's optimum runs off to infinity
+    alpha_max: float = Field(default=256.0, gt=1)
+    #: the seed's only role: p0 is multiplied by exp(jitter * z), z ~ N(0, 1), before
+    #: Algorithm 2 restores its variance (0 = every seed starts from the same point)
+    init_jitter: float = Field(default=0.01, ge=0, le=1)
+    #: privacy-loss grid of both accountants (this method's and dp-accounting's)
+    loss_grid: float = Field(default=1e-4, gt=0, le=0.1)
+    #: iterations between two entries of the optimisation history
+    history_every: int = Field(default=10, ge=1)
+
+    @field_validator("sigma_ratios")
+    @classmethod
+    def _positive_sigmas(cls, v: list[float]) -> list[float]:
+        if any(s <= 0 for s in v) or len(set(v)) != len(v):
+            raise ValueError("sigma_ratios must be distinct and positive")
+        return v
+
+    @field_validator("compositions")
+    @classmethod
+    def _positive_ks(cls, v: list[int]) -> list[int]:
+        if any(k < 1 for k in v) or len(set(v)) != len(v):
+            raise ValueError("compositions must be distinct integers >= 1")
+        return sorted(v)
+
+    @field_validator("variants")
+    @classmethod
+    def _method_present(cls, v: list[str]) -> list[str]:
+        if "optimized" not in v or len(set(v)) != len(v):
+            raise ValueError("variants must be distinct and include 'optimized'")
+        return v
+
+    @model_validator(mode="after")
+    def _grid_is_wide_enough(self) -> DPNoiseConfig:
+        width = self.n_bins / self.bins_per_sensitivity
+        for sigma in self.sigma_ratios:
+            if width < 4 * sigma:
+                raise ValueError(
+                    f"n_bins / bins_per_sensitivity = {width:g} must be at least 4 sigma/s "
+                    f"(= {4 * sigma:g}) so the grid holds the noise before its geometric tail"
+                )
+        return self
+
+    def tasks(self) -> list[tuple[str, float, int]]:
+        return [(task_name(s, k), s, k) for s in self.sigma_ratios for k in self.compositions]
+
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "compositions": [3, 10, 20, 40, 100, 200],
+        "bins_per_sensitivity": 10,
+        "n_bins": 300,
+        "iterations": 2000,
+        "history_every": 50,
+    },
+}

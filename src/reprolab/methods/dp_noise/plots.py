@@ -1,0 +1,93 @@
+"""dp_noise figures: epsilon vs k per mechanism, the optimized noise's relative gain vs k,
+and the optimisation curves (moments-accountant epsilon by iteration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.methods.dp_noise.claims import BASELINES, gains, parse_task  # noqa: E402
+
+_STYLE = {"optimized": "o-", "gaussian": "s--", "laplace": "^:"}
+
+
+def _with_setting(rows: pd.DataFrame) -> pd.DataFrame:
+    parsed = [parse_task(t) for t in rows.task]
+    return rows.assign(sigma=[s for s, _ in parsed], k=[k for _, k in parsed])
+
+
+def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
+    """eps(delta) after k compositions (dp-accounting), one panel per sigma/s."""
+    rows = _with_setting(table[(table.metric == "eps_ref") & (table.precision == "fp32")])
+    sigmas = sorted(rows.sigma.unique())
+    fig, axes = plt.subplots(1, len(sigmas), figsize=(5 * len(sigmas), 3.8), squeeze=False)
+    for ax, sigma in zip(axes[0], sigmas, strict=True):
+        mean = rows[rows.sigma == sigma].groupby(["variant", "k"]).value.mean()
+        for variant in mean.index.get_level_values("variant").unique():
+            series = mean.xs(variant, level="variant")
+            ax.plot(series.index, series.to_numpy(), _STYLE.get(variant, "x-"), label=variant)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("compositions k (noise optimised for each k)")
+        ax.set_ylabel("epsilon at the target delta")
+        ax.set_title(f"sigma/s = {sigma:g}")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def gain_vs_k(table: pd.DataFrame, path: Path) -> Path:
+    """Relative epsilon gain of the optimized noise over each baseline and the better one."""
+    rows = table[(table.metric == "eps_ref") & (table.precision == "fp32")]
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    present = [b for b in BASELINES if b in set(rows.variant)]
+    for label, baselines in [(f"vs {b}", (b,)) for b in present] + [("vs better", tuple(present))]:
+        g = gains(rows, "eps_ref", "optimized", baselines)
+        for sigma, by_sigma in g.groupby("sigma"):
+            curve = by_sigma.groupby("k").gain.mean() * 100
+            ax.plot(curve.index, curve.to_numpy(), "o-", label=f"{label} (sigma/s={sigma:g})")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("compositions k")
+    ax.set_ylabel("1 - eps_opt / eps_baseline  (%)")
+    ax.set_title("Gain of the optimized noise")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def optimisation_curves(histories: dict, path: Path) -> Path:
+    """Moments-accountant epsilon by iteration relative to its first logged value, one
+    colour per task, one line per seed."""
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    units = sorted(
+        (u for u, h in histories.items() if u.variant == "optimized" and len(h) > 2),
+        key=lambda u: (parse_task(u.task)[::-1], u.seed),
+    )
+    tasks = list(dict.fromkeys(u.task for u in units))
+    colours = {t: plt.cm.viridis(i / max(1, len(tasks) - 1)) for i, t in enumerate(tasks)}
+    labelled = set()
+    for unit in units:
+        history = histories[unit][1:]  # step 0 is the raw Gaussian-like start
+        steps = [h["step"] for h in history]
+        values = [h["eps_moments"] / history[0]["eps_moments"] for h in history]
+        label = None if unit.task in labelled else unit.task
+        labelled.add(unit.task)
+        ax.plot(steps, values, lw=0.9, color=colours[unit.task], label=label)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("moments-accountant eps / first logged value")
+    ax.set_title("Preconditioned gradient descent (Eq. 25), every seed")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
