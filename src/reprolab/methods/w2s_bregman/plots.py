@@ -1,0 +1,97 @@
+"""w2s_bregman figures: gain vs misfit per strong class (the paper's scatter, with the
+y = x line), gain - misfit by k, and the strong models' training objective."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.core.stats import t_interval  # noqa: E402
+
+
+def _order(variants) -> list[str]:
+    ks = sorted((v for v in variants if v.startswith("k")), key=lambda v: int(v[1:]))
+    return ks + [v for v in variants if not v.startswith("k")]
+
+
+def gain_vs_misfit(table: pd.DataFrame, path: Path, reverse: bool) -> Path:
+    """One panel per variant: one point per (task, seed), gain against misfit."""
+    suffix = "_rev" if reverse else ""
+    fp = table[table.precision == "fp32"]
+    wide = fp[fp.metric.isin([f"gain{suffix}", f"misfit{suffix}"])].pivot_table(
+        index=["task", "seed", "variant"], columns="metric", values="value"
+    )
+    wide = wide.reset_index()
+    variants = _order(wide.variant.unique())
+    fig, axes = plt.subplots(1, len(variants), figsize=(3.0 * len(variants), 3.2), squeeze=False)
+    for ax, variant in zip(axes[0], variants, strict=True):
+        rows = wide[wide.variant == variant]
+        ax.scatter(rows[f"misfit{suffix}"], rows[f"gain{suffix}"], s=8, alpha=0.6)
+        lo = float(min(rows[f"misfit{suffix}"].min(), rows[f"gain{suffix}"].min(), 0.0))
+        hi = float(max(rows[f"misfit{suffix}"].max(), rows[f"gain{suffix}"].max()))
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="y = x")
+        ax.set_title(variant, fontsize=9)
+        ax.set_xlabel("misfit KL(f_w||f_sw)" if reverse else "misfit KL(f_sw||f_w)", fontsize=8)
+    axes[0][0].set_ylabel(
+        "gain KL(f_w||f*) - KL(f_sw||f*)" if reverse else "gain KL(f*||f_w) - KL(f*||f_sw)",
+        fontsize=8,
+    )
+    axes[0][0].legend(fontsize=7)
+    title = "reversed KL arguments (not the paper's inequality)" if reverse else "paper's order"
+    fig.suptitle(f"Gain vs misfit per strong class, one point per task x seed ({title})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def gap_by_k(table: pd.DataFrame, path: Path) -> Path:
+    """Mean gain - misfit (95% t-interval over tasks x seeds) per variant, both orders."""
+    fp = table[table.precision == "fp32"]
+    variants = _order(fp.variant.unique())
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for offset, metric in ((-0.1, "gain_minus_misfit"), (0.1, "gain_minus_misfit_rev")):
+        means, errs = [], []
+        for v in variants:
+            iv = t_interval(fp[(fp.metric == metric) & (fp.variant == v)].value.to_numpy())
+            means.append(iv.mean)
+            errs.append(0.0 if iv.n < 2 else iv.high - iv.mean)
+        xs = [i + offset for i in range(len(variants))]
+        ax.errorbar(xs, means, yerr=errs, fmt="o", capsize=3, label=metric)
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xticks(range(len(variants)), variants)
+    ax.set_ylabel("gain - misfit (nats)")
+    ax.legend(fontsize=7)
+    ax.set_title("gain - misfit by strong class")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def training_curves(histories: dict, path: Path) -> Path:
+    """Mean training objective KL(f_strong || f_weak) against step, one line per variant."""
+    rows = [
+        {"variant": unit.variant, "step": h["step"], "train_kl": h["train_kl"]}
+        for unit, history in histories.items()
+        for h in history
+    ]
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    if rows:
+        curves = pd.DataFrame(rows)
+        for variant in _order(curves.variant.unique()):
+            mean = curves[curves.variant == variant].groupby("step").train_kl.mean()
+            ax.plot(mean.index, mean.to_numpy(), label=variant)
+        ax.legend(fontsize=7)
+    ax.set_xlabel("step")
+    ax.set_ylabel("train E KL(f_strong || f_weak)")
+    ax.set_yscale("log")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
