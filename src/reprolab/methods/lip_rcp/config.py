@@ -1,0 +1,80 @@
+"""lip_rcp settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from reprolab.contract import MethodConfig
+
+Dataset = Literal["digits", "mnist", "fashion_mnist"]
+VariantName = Literal["lip_rcp", "vanilla_cp", "rscp"]
+
+
+class LipRCPConfig(MethodConfig):
+    datasets: list[Dataset] = Field(default=["mnist"], min_length=1)
+    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
+    max_rows: int = Field(default=1000, ge=0)
+    #: train / calibration / test fractions, fixed at prepare
+    split: list[float] = Field(default=[0.5, 0.25, 0.25], min_length=3, max_length=3)
+    data_seed: int = Field(default=0, ge=0)
+    variants: list[VariantName] = Field(default=["lip_rcp", "vanilla_cp", "rscp"], min_length=2)
+    #: width (even: MaxMin pairs units) and number of hidden layers
+    hidden: int = Field(default=64, ge=2, multiple_of=2)
+    depth: int = Field(default=2, ge=1, le=6)
+    epochs: int = Field(default=3, ge=1)
+    batch_size: int = Field(default=128, ge=1)
+    lr: float = Field(default=3e-3, gt=0)
+    #: Bjorck orthonormalisation steps per forward pass in training
+    bjorck_iters: int = Field(default=12, ge=1)
+    #: softmax temperature of the 1-Lipschitz net's scores (training loss and CP score)
+    temp: float = Field(default=0.1, gt=0)
+    #: miscoverage level of every conformal set
+    alpha: float = Field(default=0.1, gt=0, lt=1)
+    #: L2 attack budget at which the claims are tested
+    eps: float = Field(default=0.25, gt=0)
+    #: further budgets for the coverage-vs-eps curve
+    eps_grid: list[float] = Field(default=[0.5], min_length=0)
+    pgd_steps: int = Field(default=5, ge=1)
+    #: RSCP: Gaussian smoothing std, Monte-Carlo samples per point, samples per PGD step
+    sigma: float = Field(default=0.5, gt=0)
+    n_mc: int = Field(default=16, ge=2)
+    eot: int = Field(default=2, ge=1)
+    #: random input pairs for the empirical Lipschitz constant
+    lip_pairs: int = Field(default=256, ge=2)
+
+    @field_validator("split")
+    @classmethod
+    def _split_sums_to_one(cls, v: list[float]) -> list[float]:
+        if any(x <= 0 for x in v) or abs(sum(v) - 1.0) > 1e-6:
+            raise ValueError(
+                "split must be three positive fractions (train, cal, test) summing to 1"
+            )
+        return v
+
+    @field_validator("variants")
+    @classmethod
+    def _method_present(cls, v: list[str]) -> list[str]:
+        if "lip_rcp" not in v or len(set(v)) != len(v):
+            raise ValueError("variants must be distinct and include 'lip_rcp'")
+        return v
+
+    @property
+    def all_eps(self) -> list[float]:
+        return sorted({float(self.eps), *map(float, self.eps_grid)})
+
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "datasets": ["fashion_mnist", "mnist"],
+        "max_rows": 4000,
+        "hidden": 128,
+        "epochs": 8,
+        "eps_grid": [0.05, 0.1, 0.5],
+        "pgd_steps": 10,
+        "n_mc": 64,
+        "eot": 4,
+    },
+}

@@ -1,0 +1,90 @@
+"""lip_rcp figures: coverage under PGD-L2 attack vs eps per variant (against 1 - alpha);
+robust set size and calibration + prediction time; validation accuracy by epoch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def _eps(metric: str, prefix: str) -> float:
+    return float(metric[len(prefix) :].replace("p", "."))
+
+
+def coverage_vs_eps(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.metric.str.startswith("coverage_eps")].copy()
+    rows["eps"] = [_eps(m, "coverage_eps") for m in rows.metric]
+    clean = table[table.metric == "coverage_clean"].copy()
+    gap = table[table.metric == "coverage_gap"]
+    cov = table[table.metric == "coverage_attacked"]
+    target = None
+    if len(gap) and len(cov):
+        target = float((cov.value.to_numpy() - gap.value.to_numpy()).mean())
+    precisions = list(dict.fromkeys(table.precision))
+    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.8), squeeze=False)
+    for ax, precision in zip(axes[0], precisions, strict=True):
+        for variant in dict.fromkeys(rows.variant):
+            r = rows[(rows.variant == variant) & (rows.precision == precision)]
+            c = clean[(clean.variant == variant) & (clean.precision == precision)]
+            m = r.groupby("eps").value.agg(["mean", "min", "max"])
+            xs = [0.0, *m.index]
+            ys = [c.value.mean(), *m["mean"]]
+            ax.plot(xs, ys, marker="o", label=variant)
+            ax.fill_between(m.index, m["min"], m["max"], alpha=0.15)
+        if target is not None:
+            ax.axhline(target, color="k", ls="--", lw=0.8, label="1 - alpha")
+        ax.set_xlabel("attack budget eps (0: clean; band: min-max over seeds, tasks)", fontsize=8)
+        ax.set_ylabel("coverage of the true label")
+        ax.set_title(f"Coverage under PGD-L2, {precision}", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def size_and_time(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.precision == "fp32"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, metric, label in (
+        (axes[0], "set_size", "mean robust set size (clean test inputs)"),
+        (axes[1], "wall_s", "calibration + prediction time (s)"),
+    ):
+        r = rows[rows.metric == metric]
+        g = r.groupby(["task", "variant"]).value.mean().unstack("variant")
+        g.plot.bar(ax=ax, rot=0)
+        ax.set_ylabel(label)
+        if metric == "wall_s":
+            ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def validation_curves(histories: dict, path: Path) -> Path:
+    rows = [
+        {"variant": unit.variant, "task": unit.task, "epoch": h["epoch"], "val_acc": h["val_acc"]}
+        for unit, history in histories.items()
+        for h in history
+    ]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    if rows:
+        curves = pd.DataFrame(rows).groupby(["task", "variant", "epoch"]).val_acc.mean()
+        for (task, variant), series in curves.groupby(level=["task", "variant"]):
+            s = series.droplevel(["task", "variant"])
+            ax.plot(s.index, s.to_numpy(), label=f"{task} {variant}")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("accuracy on the calibration split")
+    ax.set_title("Training curves (mean over seeds)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
