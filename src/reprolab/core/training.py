@@ -28,13 +28,6 @@ for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 
-def set_threads() -> int:
-    """Use ``REPROLAB_THREADS`` (default: all cores) intra-op threads, one inter-op."""
-    n = int(os.environ.get("REPROLAB_THREADS", os.cpu_count() or 1))
-    torch.set_num_threads(n)
-    return n
-
-
 class TensorBatches(Dataset):
     """Whole batches straight from tensors: index with a tensor of row indices."""
 

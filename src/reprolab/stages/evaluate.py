@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from reprolab.core import io
+from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import PreparedData, context, read_units
 
@@ -29,6 +30,7 @@ def run(slug: str, root: Path) -> dict:
     schemes = qinfo.get("schemes", []) if qinfo.get("applies") else []
     data = PreparedData(ctx.paths)
     hooks = ctx.hooks()
+    set_threads()
     tracker = ctx.tracker(inputs=[ctx.paths.checkpoints, ctx.paths.quantized])
     ok = False
     started = time.perf_counter()

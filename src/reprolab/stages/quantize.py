@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from reprolab.core import io
+from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import PreparedData, context, read_units
 
@@ -40,6 +41,7 @@ def run(slug: str, root: Path) -> dict:
     units = read_units(ctx.paths.checkpoints, "train", slug)
     data = PreparedData(ctx.paths)
     hooks = ctx.hooks()
+    set_threads()
     tracker = ctx.tracker(inputs=[ctx.paths.checkpoints])
     ok = False
     started = time.perf_counter()

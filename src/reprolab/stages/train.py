@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from reprolab.core import io
+from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import PreparedData, code_digest, context
 
@@ -29,9 +30,7 @@ def run(slug: str, root: Path) -> dict:
     units = hooks.units(ctx.cfg, ctx.seeds, data.tasks)
     fingerprint = _fingerprint(ctx, data)
 
-    import reprolab.core.training as training
-
-    training.set_threads()
+    set_threads()
     # The tracking store is checked before anything is written under data/.
     tracker = ctx.tracker(inputs=[ctx.paths.prepared])
     ok = False
