@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 from reprolab.methods.clipped_sgd.config import parse_task  # noqa: E402
 
@@ -79,10 +80,7 @@ def error_curves(histories: dict, table: pd.DataFrame, family: str, path: Path) 
                 ax.set_xlabel("iteration t")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"Error vs iterations ({TITLES[family]}; mean over seeds)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def plateau_vs_beta(table: pd.DataFrame, family: str, path: Path) -> Path:
@@ -127,7 +125,4 @@ def plateau_vs_beta(table: pd.DataFrame, family: str, path: Path) -> Path:
     axes[0][0].set_ylabel("plateau mse (last 20% of iterations)")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"Plateau vs beta ({TITLES[family]})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 from reprolab.methods.desk_reject.config import TINY_PREFIX  # noqa: E402
 
@@ -73,10 +74,7 @@ def cost_distribution(table: pd.DataFrame, path: Path) -> Path:
         ax.set_title(f"{family}: innocent authors hit (95% CI)")
         for a in axes[r]:
             a.tick_params(axis="x", labelrotation=20, labelsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def gap_vs_size(table: pd.DataFrame, path: Path) -> Path:
@@ -117,10 +115,7 @@ def gap_vs_size(table: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel("difference in mean author cost")
         ax.set_title(f"{family}: LP vs MILP gap")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def solve_time(histories: dict, path: Path) -> Path:
@@ -152,7 +147,4 @@ def solve_time(histories: dict, path: Path) -> Path:
         ax.set_ylabel("solve seconds (median over seeds)")
         ax.set_title(f"{family}: solver time")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.methods.dp_noise.claims import BASELINES, gains, parse_task  # noqa: E402
 
 _STYLE = {"optimized": "o-", "gaussian": "s--", "laplace": "^:"}
@@ -37,10 +38,7 @@ def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel("epsilon at the target delta")
         ax.set_title(f"sigma/s = {sigma:g}")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def gain_vs_k(table: pd.DataFrame, path: Path) -> Path:
@@ -59,10 +57,7 @@ def gain_vs_k(table: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("1 - eps_opt / eps_baseline  (%)")
     ax.set_title("Gain of the optimized noise")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def optimisation_curves(histories: dict, path: Path) -> Path:
@@ -87,7 +82,4 @@ def optimisation_curves(histories: dict, path: Path) -> Path:
     ax.set_ylabel("moments-accountant eps / first logged value")
     ax.set_title("Preconditioned gradient descent (Eq. 25), every seed")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

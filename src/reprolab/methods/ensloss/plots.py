@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 
 
@@ -37,10 +38,7 @@ def accuracy_by_pair(table: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("test accuracy (mean, 95% CI over seeds)")
     ax.set_title("EnsLoss vs fixed losses per class pair")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def quantized_vs_fp32(table: pd.DataFrame, path: Path) -> Path:
@@ -55,10 +53,7 @@ def quantized_vs_fp32(table: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("quantized test accuracy")
     ax.set_title("Post-training quantization, per unit")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def validation_curves(histories: dict, path: Path) -> Path:
@@ -77,7 +72,4 @@ def validation_curves(histories: dict, path: Path) -> Path:
     ax.set_ylabel("validation accuracy (mean over tasks, seeds)")
     ax.set_title("Training curves (noisy training labels)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -11,6 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reprolab.core.plots import save_figure  # noqa: E402
+
 
 def _eps(metric: str, prefix: str) -> float:
     return float(metric[len(prefix) :].replace("p", "."))
@@ -42,10 +44,7 @@ def coverage_vs_eps(table: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel("coverage of the true label")
         ax.set_title(f"Coverage under PGD-L2, {precision}", fontsize=10)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def size_and_time(table: pd.DataFrame, path: Path) -> Path:
@@ -62,10 +61,7 @@ def size_and_time(table: pd.DataFrame, path: Path) -> Path:
         if metric == "wall_s":
             ax.set_yscale("log")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def validation_curves(histories: dict, path: Path) -> Path:
@@ -84,7 +80,4 @@ def validation_curves(histories: dict, path: Path) -> Path:
     ax.set_ylabel("accuracy on the calibration split")
     ax.set_title("Training curves (mean over seeds)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 
 
@@ -44,10 +45,7 @@ def gain_vs_misfit(table: pd.DataFrame, path: Path, reverse: bool) -> Path:
     axes[0][0].legend(fontsize=7)
     title = "reversed KL arguments (not the paper's inequality)" if reverse else "paper's order"
     fig.suptitle(f"Gain vs misfit per strong class, one point per task x seed ({title})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def gap_by_k(table: pd.DataFrame, path: Path) -> Path:
@@ -68,10 +66,7 @@ def gap_by_k(table: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("gain - misfit (nats)")
     ax.legend(fontsize=7)
     ax.set_title("gain - misfit by strong class")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
 
 
 def training_curves(histories: dict, path: Path) -> Path:
@@ -91,7 +86,4 @@ def training_curves(histories: dict, path: Path) -> Path:
     ax.set_xlabel("step")
     ax.set_ylabel("train E KL(f_strong || f_weak)")
     ax.set_yscale("log")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=100)
