@@ -21,6 +21,7 @@ TINY_ENSLOSS = {
     "max_rows": 300,
     "epochs": 3,
     "hidden": 16,
+    "quantization": ["int8_dynamic", "rtn_w4a4", "bitdgdm_w4a4"],
 }
 
 

@@ -9,7 +9,7 @@ Layout of params.yaml::
     methods:
       <slug>:                 # one section per registered method (may be empty: {})
         smoke: {key: value}   # overrides of the method's defaults for this profile
-        paper: {key: value}
+        paper: {key: value}   # e.g. quantization: [int8_dynamic, rtn_w4a4, bitdgdm_w4a4]
 
 A method's defaults live in code (its ``config_model`` plus ``profile_defaults``);
 params.yaml only overrides them. Every error names the key at fault and what is allowed.
@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from reprolab import registry
 from reprolab.contract import MethodConfig
+from reprolab.core import schemes
 
 PROFILES = ("smoke", "paper")
 TOP_LEVEL_KEYS = ("profile", "seeds", "methods")
@@ -109,11 +110,30 @@ def method_config(slug: str, profile: str, overrides: dict, source: str) -> Meth
         raise ConfigError(f"{source}: methods.{slug}.{profile}: expected a mapping")
     merged = {**spec.profile_defaults.get(profile, {}), **overrides}
     try:
-        return spec.config_model(**merged)
+        cfg = spec.config_model(**merged)
     except ValidationError as exc:
         raise ConfigError(
             _explain(exc, spec.config_model, f"methods.{slug}.{profile}", source)
         ) from None
+    _check_quantization(spec, cfg, f"methods.{slug}.{profile}.quantization", source)
+    return cfg
+
+
+def _check_quantization(spec, cfg: MethodConfig, key: str, source: str) -> None:
+    if cfg.quantization is None:
+        return
+    if cfg.quantization and not spec.quantization.applies:
+        raise ConfigError(
+            f"{source}: {key}: quantization does not apply to {spec.slug}: "
+            f"{spec.quantization.reason}"
+        )
+    if len(set(cfg.quantization)) != len(cfg.quantization):
+        raise ConfigError(f"{source}: {key}: a scheme is listed twice: {cfg.quantization}")
+    for i, name in enumerate(cfg.quantization):
+        try:
+            schemes.parse(name)
+        except schemes.UnknownSchemeError as exc:
+            raise ConfigError(f"{source}: {key}[{i}]: {exc}") from None
 
 
 def _validate_seeds(seeds: Any, source: str) -> dict[str, list[int]]:

@@ -27,6 +27,11 @@ class MethodConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
+    #: quantization schemes for this method's quantize stage (see
+    #: ``reprolab.core.schemes``); ``None`` keeps the method's default
+    #: (``MethodSpec.quantization.schemes``), ``[]`` turns quantization off
+    quantization: list[str] | None = None
+
 
 @dataclass(frozen=True, order=True)
 class Unit:
@@ -97,6 +102,14 @@ class MethodSpec:
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]
 
+    def schemes(self, cfg: MethodConfig) -> tuple[str, ...]:
+        """The quantization schemes of a run: params.yaml's choice, else the default."""
+        if not self.quantization.applies:
+            return ()
+        return (
+            tuple(cfg.quantization) if cfg.quantization is not None else self.quantization.schemes
+        )
+
 
 class MethodHooks(Protocol):
     """Functions of a method's hooks module (see ``methods/ensloss/method.py``)."""
@@ -121,7 +134,14 @@ class MethodHooks(Protocol):
     def evaluate_unit(self, model: Any, unit: Unit, cfg: Any, data: dict) -> dict[str, float]: ...
 
     def example_input(self, unit: Unit, cfg: Any, data: dict) -> Any:
-        """A batch for latency measurement (only when quantization applies)."""
+        """A batch for latency measurement (only when quantization applies): a tensor, or
+        a tuple of the model's positional arguments."""
+
+    def calibration_inputs(self, unit: Unit, cfg: Any, data: dict, model: Any) -> list:
+        """Optional: model inputs (tensors or tuples of positional arguments) that
+        calibrate activation thresholds of quantization schemes that need them, from
+        training data or, data-free, from the full-precision ``model`` itself. Without
+        it the quantizer calibrates on ``[example_input(...)]``."""
 
     def plots(self, table: Any, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
         """Optional: figures from the long metrics table and each unit's training history."""

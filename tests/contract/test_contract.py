@@ -33,8 +33,14 @@ def test_there_are_methods():
 def test_spec_is_complete(spec: MethodSpec):
     assert spec.title and spec.paper and spec.code
     names = spec.variant_names()
-    assert len(names) == len(set(names)) >= 2, "the method plus at least one baseline"
+    assert len(names) == len(set(names)), "variant names are unique"
     assert sum(v.is_method for v in spec.variants) == 1
+    # the method plus at least one baseline: a trained variant, or, for a paper whose
+    # method is a quantizer, the quantization schemes its claims compare against
+    cross = [c for c in spec.claims if c.cross_precision]
+    assert len(names) >= 2 or (cross and len(spec.quantization.schemes) >= 2)
+    for claim in cross:
+        assert set(claim.check.precisions()) <= {"fp32", *spec.quantization.schemes}
     assert spec.metrics, "headline metrics of evaluate_unit"
     ids = [c.id for c in spec.claims]
     assert ids and len(ids) == len(set(ids))
@@ -100,8 +106,13 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
         histories[unit] = trained.history
         if spec.quantization.applies:
             example = hooks.example_input(unit, cfg, data)
-            for scheme in spec.quantization.schemes:
-                qmodel = quant.quantize(model, scheme)
+            calib = (
+                hooks.calibration_inputs(unit, cfg, data, model)
+                if hasattr(hooks, "calibration_inputs")
+                else [example]
+            )
+            for scheme in spec.schemes(cfg):
+                qmodel = quant.quantize(model, scheme, calibration=calib)
                 qmetrics = hooks.evaluate_unit(qmodel, unit, cfg, data)
                 assert set(qmetrics) == set(metrics)
                 rows += [
@@ -112,8 +123,9 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
                     qmodel(example)
     table = pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
     for claim in spec.claims:
-        result = claim.evaluate(table, "fp32", "smoke")
-        assert result["verdict"] in ("reproduced", "not_reproduced", "inconclusive"), claim.id
+        for precision in claim.precisions_to_evaluate(["fp32", *spec.schemes(cfg)]):
+            result = claim.evaluate(table, precision, "smoke")
+            assert result["verdict"] in ("reproduced", "not_reproduced", "inconclusive")
     if hasattr(hooks, "plots"):
         out = tmp_path / "plots"
         out.mkdir()

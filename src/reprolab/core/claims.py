@@ -8,6 +8,7 @@ have it) and how we test it on the long metrics table the evaluate stage writes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -179,6 +180,65 @@ class PairedMajority:
 
 
 @dataclass(frozen=True)
+class PrecisionGap:
+    """A quantization scheme ``closer`` stays nearer the ``reference`` precision than
+    ``farther`` does: per (task, seed) of ``variant``, the difference
+    ``|closer - reference| - |farther - reference|`` of ``metric``, pooled into an
+    interval; reproduced when it lies below ``-margin``, not reproduced when above 0.
+
+    Unlike the other checks it reads several precisions, so it is evaluated once, on
+    the whole table, under the precision ``closer``.
+    """
+
+    closer: str
+    farther: str
+    variant: str
+    reference: str = "fp32"
+    tasks: tuple[str, ...] = ()
+    margin: float = 0.0
+    confidence: float = 0.95
+
+    def variants(self) -> tuple[str, ...]:
+        return (self.variant,)
+
+    def precisions(self) -> tuple[str, ...]:
+        return (self.closer, self.farther, self.reference)
+
+    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+        rows = table[(table.metric == metric) & (table.variant == self.variant)]
+        if self.tasks:
+            rows = rows[rows.task.isin(self.tasks)]
+        wide = rows.pivot_table(index=["task", "seed"], columns="precision", values="value")
+        missing = [p for p in self.precisions() if p not in wide.columns]
+        if missing:
+            raise ValueError(f"no {metric!r} values at precision(s) {', '.join(missing)}")
+        near = (wide[self.closer] - wide[self.reference]).abs()
+        far = (wide[self.farther] - wide[self.reference]).abs()
+        diffs = (near - far).dropna().to_numpy()
+        if diffs.size == 0:
+            raise ValueError(f"no paired {metric!r} values of {self.closer} and {self.farther}")
+        iv = t_interval(diffs, self.confidence)
+        if iv.high < -self.margin:
+            verdict = "reproduced"
+        elif iv.low > 0:
+            verdict = "not_reproduced"
+        else:
+            verdict = "inconclusive"
+        return verdict, {
+            "value": iv.mean,
+            "ci_low": iv.low,
+            "ci_high": iv.high,
+            "n": iv.n,
+            "gap_closer": float(near.mean()),
+            "gap_farther": float(far.mean()),
+            "summary": (
+                f"|{self.closer} - {self.reference}| = {near.mean():.4g} vs "
+                f"|{self.farther} - {self.reference}| = {far.mean():.4g} over {iv.n} pairs"
+            ),
+        }
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     statement: str
@@ -187,17 +247,39 @@ class Claim:
     metric: str
     check: Check
 
+    @property
+    def cross_precision(self) -> bool:
+        """Whether the check compares precisions (evaluated once, not per precision)."""
+        return hasattr(self.check, "precisions")
+
+    def precisions_to_evaluate(self, precisions: Sequence[str]) -> list[str]:
+        """The precisions this claim gets a verdict at: every one for an ordinary claim;
+        the scheme it is about for a cross-precision claim."""
+        if self.cross_precision:
+            return [self.check.precisions()[0]]
+        return list(precisions)
+
     def evaluate(self, table: pd.DataFrame, precision: str, profile: str) -> dict[str, Any]:
-        rows = table[table.precision == precision]
+        if self.cross_precision:
+            rows = table
+            absent = sorted(set(self.check.precisions()) - set(table.precision))
+        else:
+            rows = table[table.precision == precision]
+            absent = []
         missing = sorted(set(self.check.variants()) - set(rows.variant))
-        if missing:  # e.g. a baseline left out of `variants` in params.yaml
+        if missing or absent:  # e.g. a baseline or a scheme left out in params.yaml
             verdict = "inconclusive"
             nan = float("nan")
+            what = (
+                f"variant(s) {', '.join(missing)} were not trained"
+                if missing
+                else f"precision(s) {', '.join(absent)} were not quantized"
+            )
             measured = {
                 "value": nan,
                 "ci_low": nan,
                 "ci_high": nan,
-                "summary": f"not tested: variant(s) {', '.join(missing)} were not trained",
+                "summary": f"not tested: {what}",
             }
         else:
             verdict, measured = self.check.evaluate(rows, self.metric)

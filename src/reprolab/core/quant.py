@@ -1,55 +1,361 @@
 """Post-training quantization of trained models, and how to measure what it buys.
 
-The default scheme, ``int8_dynamic``, replaces every ``nn.Linear`` by PyTorch's
-dynamically quantized linear layer: int8 weights (per-tensor affine), activations
-quantized on the fly, and the matrix product run by real int8 kernels (fbgemm / x86
-on this CPU). torchao's int8 path is not used here: on CPU it dispatches to a slower
-reference matmul (measured in ``bench/bench_pipeline.py``), so it would report a
-slowdown that says nothing about int8.
+Schemes (names parsed in :mod:`reprolab.core.schemes`):
+
+``int8_dynamic``
+    Every ``nn.Linear`` becomes PyTorch's dynamically quantized linear layer: int8
+    weights (per-tensor affine), activations quantized on the fly, the product run by
+    real int8 kernels (fbgemm / x86). The only scheme whose latency means something on
+    this CPU. torchao's int8 path is not used: on CPU it dispatches to a slower
+    reference matmul (measured in ``bench/bench_pipeline.py``).
+
+``rtn_w<b>a<b>``
+    Round-to-nearest fake quantization: symmetric per-output-channel weights, symmetric
+    per-token activations (one scale per row of the layer input). Weights are stored as
+    packed integer codes plus fp16 scales, so sizes are real; the product runs in fp32,
+    so there is no speedup and none is reported.
+
+``bitdgdm_w<b>a<b>`` (and ``_noact`` / ``_nodecomp`` ablations)
+    Bit-DGDM's outlier-aware quantization, as far as it can be reconstructed (the paper
+    text and code were not available; see ``methods/bit_dgdm/README.md``):
+
+    - activations ``X = X_D + S_X``: entries with ``|x| > tau`` (a per-layer threshold
+      calibrated from the full-precision model's own inputs, the ``ACT_OUTLIER_QUANTILE``
+      quantile of ``|x|``) form a sparse full-precision matrix ``S_X``; the dense rest
+      ``X_D`` is quantized per token;
+    - weights ``W = L R^T + S_W + E``: a robust-PCA style alternating solver finds a
+      rank-``r`` part ``L R^T`` and an ``alpha``-sparse outlier part ``S_W`` (both kept
+      in fp16); the residual ``E`` is quantized per channel;
+    - ``Y = Q(X_D) Q(E)^T + X_D (L R^T + S_W)^T + S_X W_hat^T`` with
+      ``W_hat = L R^T + S_W + Q(E)``: the card's four products, with the low-bit
+      product on the outlier-free parts and full precision on the sparse and low-rank
+      paths.
+
+Effective bytes (:func:`effective_bytes`) count what a deployment would store: packed
+low-bit codes, fp16 scales, fp16 low-rank factors, sparse outliers as fp16 values plus
+int32 indices, fp32 biases and every layer that was not quantized at full size.
 """
 
 from __future__ import annotations
 
 import copy
 import io
+import math
 import statistics
 import time
 import warnings
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-SCHEMES = ("int8_dynamic",)
+from reprolab.core.schemes import SCHEMES, Scheme, UnknownSchemeError, check_scheme, parse
+
+__all__ = [
+    "SCHEMES",
+    "UnknownSchemeError",
+    "check_scheme",
+    "parse",
+    "quantize",
+    "restore_quantized",
+    "effective_bytes",
+    "layer_errors",
+    "state_bytes",
+    "latency_ms",
+    "QuantLinear",
+]
+
+#: share of activation entries per layer treated as outliers (kept in full precision)
+ACT_OUTLIER_QUANTILE = 0.99
+#: share of weight entries per layer kept as sparse fp16 outliers (``alpha``)
+WEIGHT_SPARSITY = 0.005
+#: rank of the low-rank weight part, as a share of ``min(out, in)`` (at least 1)
+RANK_FRACTION = 1 / 16
+#: alternating steps of the low-rank + sparse solver
+DECOMP_ITERS = 8
+#: activation entries per layer kept to estimate its threshold
+_CALIB_SAMPLE = 1_000_000
 
 
-class UnknownSchemeError(ValueError):
-    pass
+# --------------------------------------------------------------------------- primitives
 
 
-def check_scheme(scheme: str) -> str:
-    if scheme not in SCHEMES:
-        raise UnknownSchemeError(
-            f"unknown quantization scheme {scheme!r}; available: {', '.join(SCHEMES)}"
+def qmax(bits: int) -> int:
+    return 2 ** (bits - 1) - 1
+
+
+def quantize_codes(x: torch.Tensor, bits: int, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric round-to-nearest along ``dim``: integer codes in [-qmax, qmax] and one
+    scale per slice, with ``x ~ codes * scale``."""
+    amax = x.abs().amax(dim=dim, keepdim=True)
+    scale = torch.where(amax > 0, amax / qmax(bits), torch.ones_like(amax))
+    codes = torch.clamp(torch.round(x / scale), -qmax(bits), qmax(bits))
+    return codes.to(torch.int8), scale
+
+
+def fake_quant(x: torch.Tensor, bits: int, dim: int = -1) -> torch.Tensor:
+    """Quantize-dequantize ``x`` along ``dim`` (per token for activations with dim=-1,
+    per output channel for an (out, in) weight with dim=1). The error of each entry is
+    at most half a step, ``max|x_slice| / (2 qmax)``."""
+    if bits >= 16:
+        return x
+    codes, scale = quantize_codes(x, bits, dim)
+    return codes.to(x.dtype) * scale
+
+
+def split_outliers(x: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x = dense + sparse`` exactly: ``sparse`` holds the entries with ``|x| > threshold``."""
+    mask = x.abs() > threshold
+    sparse = torch.where(mask, x, torch.zeros_like(x))
+    return x - sparse, sparse
+
+
+def decompose(
+    w: torch.Tensor, rank: int, sparsity: float, iters: int = DECOMP_ITERS
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Low-rank plus sparse split ``w ~ L R^T + S`` by alternating projections (robust-PCA
+    style): ``L R^T`` is the best rank-``rank`` fit of ``w - S``; ``S`` keeps the
+    ``sparsity`` share of entries of ``w - L R^T`` with the largest magnitude."""
+    w = w.detach().to(torch.float32)
+    m, n = w.shape
+    rank = max(0, min(rank, m, n))
+    k = int(round(sparsity * w.numel()))
+    s = torch.zeros_like(w)
+    left, right = w.new_zeros(m, rank), w.new_zeros(n, rank)
+    for _ in range(max(1, iters)):
+        if rank:
+            u, sv, vh = torch.linalg.svd(w - s, full_matrices=False)
+            left, right = u[:, :rank] * sv[:rank], vh[:rank].T
+        resid = w - left @ right.T
+        s = torch.zeros_like(w)
+        if k:
+            idx = resid.abs().flatten().topk(k).indices
+            s.view(-1)[idx] = resid.view(-1)[idx]
+    return left, right, s
+
+
+def _pack(codes: torch.Tensor, bits: int) -> torch.Tensor:
+    """Integer codes as stored: two 4-bit codes per byte when ``bits <= 4``."""
+    flat = codes.flatten().to(torch.int16)
+    if bits > 4:
+        return flat.to(torch.int8)
+    nib = (flat + 8).to(torch.uint8)
+    if nib.numel() % 2:
+        nib = torch.cat([nib, nib.new_zeros(1)])
+    return nib[0::2] | (nib[1::2] << 4)
+
+
+def _unpack(packed: torch.Tensor, bits: int, numel: int) -> torch.Tensor:
+    if bits > 4:
+        return packed.to(torch.int16)[:numel]
+    low = (packed & 0x0F).to(torch.int16) - 8
+    high = (packed >> 4).to(torch.int16) - 8
+    return torch.stack([low, high], dim=1).flatten()[:numel]
+
+
+# ------------------------------------------------------------------------------ layer
+
+
+class QuantLinear(nn.Module):
+    """A fake-quantized replacement of ``nn.Linear`` (RTN or Bit-DGDM).
+
+    Buffers hold exactly what a deployment stores (packed codes, fp16 scales and
+    factors, sparse outliers); the dequantized fp32 weight is rebuilt once and cached.
+    """
+
+    def __init__(self, in_features: int, out_features: int, scheme: Scheme, bias: bool):
+        super().__init__()
+        self.in_features, self.out_features, self.scheme = in_features, out_features, scheme
+        self.register_buffer("codes", torch.zeros(0, dtype=torch.int8))
+        self.register_buffer("scale", torch.zeros(out_features, dtype=torch.float16))
+        self.register_buffer("bias", torch.zeros(out_features) if bias else None)
+        self.register_buffer("lr_left", torch.zeros(out_features, 0, dtype=torch.float16))
+        self.register_buffer("lr_right", torch.zeros(in_features, 0, dtype=torch.float16))
+        self.register_buffer("sparse_idx", torch.zeros(0, dtype=torch.int32))
+        self.register_buffer("sparse_val", torch.zeros(0, dtype=torch.float16))
+        self.register_buffer("act_threshold", torch.tensor(math.inf))
+        self._cache: tuple[torch.Tensor, torch.Tensor | None] | None = None
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, scheme: Scheme, threshold: float = math.inf):
+        w = linear.weight.detach().to(torch.float32)
+        out_f, in_f = w.shape
+        layer = cls(in_f, out_f, scheme, linear.bias is not None)
+        if linear.bias is not None:
+            layer.bias = linear.bias.detach().to(torch.float32).clone()
+        resid = w
+        if scheme.decompose:
+            rank = max(1, math.ceil(RANK_FRACTION * min(out_f, in_f)))
+            left, right, s = decompose(w, rank, WEIGHT_SPARSITY)
+            layer.lr_left, layer.lr_right = left.half(), right.half()
+            idx = s.flatten().nonzero().flatten()
+            layer.sparse_idx = idx.to(torch.int32)
+            layer.sparse_val = s.flatten()[idx].half()
+            resid = w - layer._extra_weight()  # what fp16 storage really leaves over
+        _, scale = quantize_codes(resid, scheme.w_bits, dim=1)
+        scale = scale.half().float()  # quantize with the scale exactly as stored
+        codes = torch.clamp(torch.round(resid / scale), -qmax(scheme.w_bits), qmax(scheme.w_bits))
+        layer.codes = _pack(codes.to(torch.int8), scheme.w_bits)
+        layer.scale = scale.flatten().half()
+        layer.act_threshold = torch.tensor(float(threshold))
+        return layer
+
+    def _extra_weight(self) -> torch.Tensor | None:
+        """``L R^T + S_W`` in fp32 (None without the decomposition)."""
+        if not self.scheme.decompose:
+            return None
+        extra = self.lr_left.float() @ self.lr_right.float().T
+        flat = extra.flatten()
+        flat[self.sparse_idx.long()] += self.sparse_val.float()
+        return flat.view(self.out_features, self.in_features)
+
+    def _weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self._cache is None:
+            numel = self.out_features * self.in_features
+            codes = _unpack(self.codes, self.scheme.w_bits, numel).view(
+                self.out_features, self.in_features
+            )
+            dense = codes.float() * self.scale.float()[:, None]
+            self._cache = (dense, self._extra_weight())
+        return self._cache
+
+    def dequantized_weight(self) -> torch.Tensor:
+        dense, extra = self._weights()
+        return dense if extra is None else dense + extra
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dense_w, extra_w = self._weights()
+        sparse_x = None
+        if self.scheme.sparse_act and math.isfinite(float(self.act_threshold)):
+            x, sparse_x = split_outliers(x, float(self.act_threshold))
+        y = fake_quant(x, self.scheme.a_bits) @ dense_w.T
+        if extra_w is not None:
+            y = y + x @ extra_w.T
+        if sparse_x is not None:
+            y = y + sparse_x @ (dense_w if extra_w is None else dense_w + extra_w).T
+        return y if self.bias is None else y + self.bias
+
+    def effective_bytes(self) -> int:
+        numel = self.out_features * self.in_features
+        total = math.ceil(numel * self.scheme.w_bits / 8) + 2 * self.scale.numel()
+        total += 2 * (self.lr_left.numel() + self.lr_right.numel())
+        total += (2 + 4) * self.sparse_val.numel()
+        total += 4 * (self.bias.numel() if self.bias is not None else 0)
+        if self.scheme.sparse_act:
+            total += 4  # the threshold
+        return total
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Buffer shapes (rank, outlier count, packed length) differ per layer: take the
+        # saved tensors as they are.
+        for name in list(self._buffers):
+            key = prefix + name
+            if key in state_dict:
+                self._buffers[name] = state_dict[key].clone()
+        self._cache = None
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features}, {self.out_features}, scheme={self.scheme.name}"
+
+
+# ------------------------------------------------------------------------- the models
+
+
+def _call(model: nn.Module, inputs: Any) -> Any:
+    return model(*inputs) if isinstance(inputs, tuple | list) else model(inputs)
+
+
+def _linears(model: nn.Module) -> dict[str, nn.Linear]:
+    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+
+
+def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
+    parent_name, _, child = name.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, child, new)
+
+
+def calibrate_thresholds(
+    model: nn.Module, inputs: Iterable[Any], quantile: float = ACT_OUTLIER_QUANTILE
+) -> dict[str, float]:
+    """Per ``nn.Linear``, the ``quantile`` of ``|x|`` over its inputs when ``model`` runs
+    on ``inputs`` (for Bit-DGDM: the full-precision model's own samples)."""
+    seen: dict[str, list[torch.Tensor]] = {}
+    gen = torch.Generator().manual_seed(0)
+
+    def hook(name):
+        def record(_module, args):
+            flat = args[0].detach().abs().flatten().float()
+            if flat.numel() > _CALIB_SAMPLE:
+                flat = flat[torch.randint(flat.numel(), (_CALIB_SAMPLE,), generator=gen)]
+            seen.setdefault(name, []).append(flat)
+
+        return record
+
+    handles = [m.register_forward_pre_hook(hook(n)) for n, m in _linears(model).items()]
+    try:
+        with torch.inference_mode():
+            for inp in inputs:
+                _call(model, inp)
+    finally:
+        for h in handles:
+            h.remove()
+    out = {}
+    for name, parts in seen.items():
+        values = torch.cat(parts)
+        if values.numel() > _CALIB_SAMPLE:
+            values = values[torch.randint(values.numel(), (_CALIB_SAMPLE,), generator=gen)]
+        out[name] = float(torch.quantile(values, quantile))
+    return out
+
+
+def quantize(model: nn.Module, scheme: str, calibration: Sequence[Any] | None = None) -> nn.Module:
+    """Return a quantized copy of ``model`` (the fp32 model is left untouched).
+
+    ``calibration``: model inputs (a tensor, or a tuple of positional arguments, each)
+    for the schemes that calibrate thresholds (Bit-DGDM's sparse activations)."""
+    spec = parse(scheme)
+    if spec.kind == "int8_dynamic":
+        engines = torch.backends.quantized.supported_engines
+        torch.backends.quantized.engine = "x86" if "x86" in engines else engines[-1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.ao.quantization.quantize_dynamic(
+                copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8
+            )
+    thresholds: dict[str, float] = {}
+    if spec.needs_calibration:
+        if not calibration:
+            raise ValueError(
+                f"quantization scheme {scheme!r} calibrates activation thresholds and needs "
+                "calibration inputs (the method's calibration_inputs or example_input hook)"
+            )
+        thresholds = calibrate_thresholds(model.eval(), calibration)
+    qmodel = copy.deepcopy(model).eval()
+    for name, linear in _linears(qmodel).items():
+        _replace(
+            qmodel,
+            name,
+            QuantLinear.from_linear(linear, spec, thresholds.get(name, math.inf)),
         )
-    return scheme
-
-
-def quantize(model: nn.Module, scheme: str) -> nn.Module:
-    """Return a quantized copy of ``model`` (the fp32 model is left untouched)."""
-    check_scheme(scheme)
-    engines = torch.backends.quantized.supported_engines
-    torch.backends.quantized.engine = "x86" if "x86" in engines else engines[-1]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(
-            copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8
-        )
+    return qmodel
 
 
 def restore_quantized(arch: nn.Module, scheme: str, state: dict[str, Any]) -> nn.Module:
-    """Rebuild a quantized model: quantize a fresh fp32 architecture, load the state."""
-    model = quantize(arch, scheme)
+    """Rebuild a quantized model from a fresh fp32 architecture and the saved state."""
+    spec = parse(scheme)
+    if spec.kind == "int8_dynamic":
+        model = quantize(arch, scheme)
+    else:
+        model = copy.deepcopy(arch).eval()
+        for name, linear in _linears(model).items():
+            _replace(
+                model,
+                name,
+                QuantLinear(linear.in_features, linear.out_features, spec, linear.bias is not None),
+            )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.load_state_dict(state)
@@ -64,6 +370,62 @@ def load_state(path) -> dict[str, Any]:
         return torch.load(path, weights_only=True)
 
 
+# ---------------------------------------------------------------------------- measures
+
+
+def effective_bytes(model: nn.Module) -> int:
+    """Bytes a deployment of ``model`` stores (see the module docstring): quantized layers
+    by their codes, scales, factors and outliers; everything else at its dtype's size."""
+    dynamic = torch.ao.nn.quantized.dynamic.Linear
+    total, skip = 0, []
+    for name, module in model.named_modules():
+        if isinstance(module, QuantLinear):
+            total += module.effective_bytes()
+            skip.append(name + ".")
+        elif isinstance(module, dynamic):
+            weight, bias = module.weight(), module.bias()
+            total += weight.numel() + 8 + (4 * bias.numel() if bias is not None else 0)
+            skip.append(name + ".")
+    for key, value in model.state_dict().items():
+        if isinstance(value, torch.Tensor) and not any(key.startswith(p) for p in skip):
+            total += value.numel() * value.element_size()
+    return total
+
+
+def layer_errors(
+    fp_model: nn.Module, q_model: nn.Module, inputs: Iterable[Any]
+) -> dict[str, float]:
+    """Relative output error ``||Y_q - Y|| / ||Y||`` of every linear layer of ``q_model``
+    against the same layer of ``fp_model`` on the same inputs (each model is fed its own
+    upstream activations, so errors accumulate as they would in use)."""
+    names = list(_linears(fp_model))
+    outputs: dict[str, dict[str, list[torch.Tensor]]] = {"fp": {}, "q": {}}
+
+    def hook(kind, name):
+        def record(_module, _args, out):
+            outputs[kind].setdefault(name, []).append(out.detach().float().flatten())
+
+        return record
+
+    handles = []
+    for kind, model in (("fp", fp_model), ("q", q_model)):
+        for name in names:
+            handles.append(model.get_submodule(name).register_forward_hook(hook(kind, name)))
+    try:
+        with torch.inference_mode():
+            for inp in inputs:
+                _call(fp_model, inp)
+                _call(q_model, inp)
+    finally:
+        for h in handles:
+            h.remove()
+    errors = {}
+    for name in names:
+        ref, got = torch.cat(outputs["fp"][name]), torch.cat(outputs["q"][name])
+        errors[name] = float((got - ref).norm() / ref.norm().clamp_min(1e-12))
+    return errors
+
+
 def state_bytes(model: nn.Module) -> int:
     """Serialized size of the state dict: what a checkpoint of the model costs on disk."""
     buf = io.BytesIO()
@@ -73,16 +435,17 @@ def state_bytes(model: nn.Module) -> int:
     return buf.getbuffer().nbytes
 
 
-def latency_ms(model: nn.Module, example: torch.Tensor, repeats: int = 30, warmup: int = 5) -> dict:
-    """Median and interquartile range of one forward pass on ``example``, in ms."""
+def latency_ms(model: nn.Module, example: Any, repeats: int = 30, warmup: int = 5) -> dict:
+    """Median and interquartile range of one forward pass on ``example`` (a tensor or a
+    tuple of positional arguments), in ms."""
     model.eval()
     times = []
     with torch.inference_mode():
         for _ in range(warmup):
-            model(example)
+            _call(model, example)
         for _ in range(repeats):
             start = time.perf_counter()
-            model(example)
+            _call(model, example)
             times.append((time.perf_counter() - start) * 1e3)
     q = statistics.quantiles(times, n=4)
     return {"median": statistics.median(times), "iqr": q[2] - q[0]}

@@ -35,15 +35,15 @@ def run(slug: str, root: Path) -> dict:
     ok = False
     started = time.perf_counter()
     try:
-        rows, efficiency, histories = _measure(ctx, hooks, data, units, schemes)
+        rows, efficiency, histories = _measure(ctx, hooks, data, units, schemes, qinfo)
         table = pd.DataFrame(
             rows, columns=["task", "variant", "seed", "precision", "metric", "value"]
         )
         precisions = ["fp32", *schemes]
         claims = [
             claim.evaluate(table, precision, ctx.profile)
-            for precision in precisions
             for claim in ctx.spec.claims
+            for precision in claim.precisions_to_evaluate(precisions)
         ]
         for result in claims:
             result["mlflow_run_id"] = tracker.run_id
@@ -73,11 +73,21 @@ def run(slug: str, root: Path) -> dict:
         tracker.finish(ok)
 
 
-def _measure(ctx, hooks, data, units, schemes):
+def _measure(ctx, hooks, data, units, schemes, qinfo):
     from reprolab.core import quant
 
     rows = []
-    efficiency: dict[str, dict] = {}
+    sizes = qinfo.get("sizes", {})
+    real_kernel = qinfo.get("real_kernel", {})
+    efficiency: dict[str, dict] = {
+        precision: {
+            "bytes": entry["bytes"],
+            "effective_bytes": entry["effective_bytes"],
+            "real_kernel": precision == "fp32" or bool(real_kernel.get(precision)),
+            "latency_ms": [],
+        }
+        for precision, entry in sizes.items()
+    }
     latency_done: set[str] = set()
     histories = {}
     for i, unit in enumerate(units, 1):
@@ -93,21 +103,28 @@ def _measure(ctx, hooks, data, units, schemes):
         for precision, m in models.items():
             for metric, value in hooks.evaluate_unit(m, unit, ctx.cfg, task_data).items():
                 rows.append((unit.task, unit.variant, unit.seed, precision, metric, float(value)))
-        # Size and latency depend on the architecture, not on the task or seed:
-        # measure them once per variant.
+        # Latency depends on the architecture, not on the task or seed: measure it once
+        # per variant, and only where a real low-bit kernel runs (fake quantization
+        # computes in fp32, so its latency says nothing about low-bit inference).
         if schemes and unit.variant not in latency_done:
             latency_done.add(unit.variant)
             example = hooks.example_input(unit, ctx.cfg, task_data)
             for precision, m in models.items():
-                lat = quant.latency_ms(m, example)
-                entry = efficiency.setdefault(
-                    precision, {"bytes": quant.state_bytes(m), "latency_ms": []}
-                )
-                entry["latency_ms"].append(lat["median"])
+                if efficiency[precision]["real_kernel"]:
+                    efficiency[precision]["latency_ms"].append(
+                        quant.latency_ms(m, example)["median"]
+                    )
         if i % 25 == 0 or i == len(units):
             log(f"evaluate@{ctx.slug}: {i}/{len(units)} units")
-    for entry in efficiency.values():
-        entry["latency_ms"] = float(pd.Series(entry["latency_ms"]).median())
+    for precision, entry in efficiency.items():
+        lat = entry.pop("latency_ms")
+        entry["latency_ms"] = float(pd.Series(lat).median()) if lat else None
+        if precision != "fp32":
+            entry["layer_error_mean"] = float(
+                pd.Series(qinfo["layer_relative_error"].get(precision, {})).mean()
+            )
+        if not entry["real_kernel"]:
+            entry["latency_note"] = "fake quantization (fp32 compute): no speedup to measure"
     return rows, efficiency, histories
 
 
@@ -156,7 +173,11 @@ def _track(tracker, summary: dict, claims: list[dict], out: Path) -> None:
                 flat[f"{variant}.{precision}.{metric}"] = value
     for precision, entry in summary["efficiency"].items():
         flat[f"{precision}.bytes"] = entry["bytes"]
-        flat[f"{precision}.latency_ms"] = entry["latency_ms"]
+        flat[f"{precision}.effective_bytes"] = entry["effective_bytes"]
+        if entry["latency_ms"] is not None:
+            flat[f"{precision}.latency_ms"] = entry["latency_ms"]
+        if "layer_error_mean" in entry:
+            flat[f"{precision}.layer_error_mean"] = entry["layer_error_mean"]
     code = {"reproduced": 1.0, "inconclusive": 0.0, "not_reproduced": -1.0}
     tags = {}
     for c in claims:

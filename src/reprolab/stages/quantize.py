@@ -1,8 +1,12 @@
 """quantize@<slug>: post-training quantization of every trained unit.
 
-Writes data/quantized/<slug>/<unit>.<scheme>.pt plus quantized.json. For a method whose
-trained object is not a network, the method's spec states why quantization does not
-apply and that reason is the stage's output, so the DAG stays uniform.
+Writes data/quantized/<slug>/<unit>.<scheme>.pt plus quantized.json: per scheme the
+serialized and effective bytes, whether a real low-bit kernel runs it, the relative
+output error of every linear layer on the calibration inputs (mean over units) and the
+time quantizing took. The schemes are ``methods.<slug>.<profile>.quantization`` in
+params.yaml, else the method's default. For a method whose trained object is not a
+network, the method's spec states why quantization does not apply and that reason is
+the stage's output, so the DAG stays uniform.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from reprolab.core import io
@@ -20,59 +25,117 @@ from reprolab.stages._common import PreparedData, context, read_units
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "quantize", root)
-    quant_spec = ctx.spec.quantization
+    schemes = list(ctx.spec.schemes(ctx.cfg))
     out = ctx.paths.quantized
-    if not quant_spec.applies:
+    if not schemes:
+        reason = ctx.spec.quantization.reason or "no quantization scheme selected in params.yaml"
         tracker = ctx.tracker(inputs=[ctx.paths.checkpoints])
         try:
             with io.atomic_dir(out) as tmp:
-                io.write_json(
-                    tmp / "quantized.json", {"applies": False, "reason": quant_spec.reason}
-                )
+                io.write_json(tmp / "quantized.json", {"applies": False, "reason": reason})
             tracker.set_tags(tracker.run_id, {"reprolab.quantization": "not applicable"})
-            log(f"quantize@{slug}: not applicable ({quant_spec.reason})")
+            log(f"quantize@{slug}: not applicable ({reason})")
         finally:
             tracker.finish(True)
         return {"applies": False}
 
     from reprolab.core import quant
 
-    schemes = [quant.check_scheme(s) for s in quant_spec.schemes]
+    parsed = [quant.parse(s) for s in schemes]
+    hooks = ctx.hooks()
+    if any(p.needs_calibration for p in parsed) and not (
+        hasattr(hooks, "calibration_inputs") or hasattr(hooks, "example_input")
+    ):
+        raise ValueError(
+            f"quantize@{slug}: scheme(s) {[p.name for p in parsed if p.needs_calibration]} "
+            "calibrate thresholds, but the method has neither calibration_inputs nor "
+            "example_input"
+        )
     units = read_units(ctx.paths.checkpoints, "train", slug)
     data = PreparedData(ctx.paths)
-    hooks = ctx.hooks()
     set_threads()
     tracker = ctx.tracker(inputs=[ctx.paths.checkpoints])
     ok = False
     started = time.perf_counter()
     try:
-        sizes: dict[str, int] = {}
+        sizes: dict[str, dict[str, int]] = {}
+        layer_err: dict[str, dict[str, list[float]]] = {s: {} for s in schemes}
+        seconds = dict.fromkeys(schemes, 0.0)
         with io.atomic_dir(out) as tmp:
             for i, unit in enumerate(units, 1):
                 ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
-                model = hooks.restore(unit, ctx.cfg, data[unit.task], ckpt["state"])
+                task_data = data[unit.task]
+                model = hooks.restore(unit, ctx.cfg, task_data, ckpt["state"])
+                calib = _calibration(hooks, unit, ctx.cfg, task_data, model)
+                sizes.setdefault(
+                    "fp32",
+                    {
+                        "bytes": quant.state_bytes(model),
+                        "effective_bytes": quant.effective_bytes(model),
+                    },
+                )
                 for scheme in schemes:
-                    qmodel = quant.quantize(model, scheme)
+                    t0 = time.perf_counter()
+                    qmodel = quant.quantize(model, scheme, calibration=calib)
+                    seconds[scheme] += time.perf_counter() - t0
                     torch.save(qmodel.state_dict(), tmp / f"{unit.id}.{scheme}.pt")
-                    sizes[scheme] = quant.state_bytes(qmodel)
-                sizes["fp32"] = quant.state_bytes(model)
+                    sizes.setdefault(
+                        scheme,
+                        {
+                            "bytes": quant.state_bytes(qmodel),
+                            "effective_bytes": quant.effective_bytes(qmodel),
+                        },
+                    )
+                    if calib:
+                        for layer, err in quant.layer_errors(model, qmodel, calib).items():
+                            layer_err[scheme].setdefault(layer, []).append(err)
                 if i % 25 == 0 or i == len(units):
                     log(f"quantize@{slug}: {i}/{len(units)} units")
+            errors = {
+                scheme: {layer: float(np.mean(v)) for layer, v in by_layer.items()}
+                for scheme, by_layer in layer_err.items()
+            }
             io.write_json(
                 tmp / "quantized.json",
                 {
                     "applies": True,
                     "schemes": schemes,
                     "units": [u.id for u in units],
-                    "bytes": sizes,
+                    "sizes": sizes,
+                    "real_kernel": {p.name: p.real_kernel for p in parsed},
+                    "layer_relative_error": errors,
+                    "quantize_seconds": seconds,
                 },
             )
         wall = time.perf_counter() - started
-        tracker.log_metrics(
-            tracker.run_id,
-            {"quantize_seconds": wall, **{f"bytes_{k}": float(v) for k, v in sizes.items()}},
-        )
+        metrics = {"quantize_seconds": wall}
+        for scheme in schemes:
+            metrics[f"{scheme}.quantize_seconds"] = seconds[scheme]
+            per_layer = list(errors[scheme].values()) or [float("nan")]
+            metrics[f"{scheme}.layer_error_mean"] = float(np.mean(per_layer))
+            metrics[f"{scheme}.layer_error_max"] = float(np.max(per_layer))
+        for precision, entry in sizes.items():
+            metrics[f"{precision}.bytes"] = float(entry["bytes"])
+            metrics[f"{precision}.effective_bytes"] = float(entry["effective_bytes"])
+        tracker.log_metrics(tracker.run_id, metrics)
+        for scheme in schemes:
+            log(
+                f"quantize@{slug}: {scheme}: {sizes[scheme]['effective_bytes']} effective bytes "
+                f"(fp32 {sizes['fp32']['effective_bytes']}), mean layer error "
+                f"{metrics[f'{scheme}.layer_error_mean']:.4f}, {seconds[scheme]:.2f} s"
+            )
         ok = True
         return {"units": len(units), "schemes": schemes, "seconds": wall}
     finally:
         tracker.finish(ok)
+
+
+def _calibration(hooks, unit, cfg, data, model) -> list:
+    """The method's calibration inputs, else its latency example as the one batch."""
+    if hasattr(hooks, "calibration_inputs"):
+        inputs = list(hooks.calibration_inputs(unit, cfg, data, model))
+    elif hasattr(hooks, "example_input"):
+        inputs = [hooks.example_input(unit, cfg, data)]
+    else:
+        inputs = []
+    return inputs

@@ -34,5 +34,6 @@ SPEC = MethodSpec(
         "max_rows": 200,
         "epochs": 1,
         "hidden": 8,
+        "quantization": ["int8_dynamic", "rtn_w8a8", "rtn_w4a4", "bitdgdm_w4a4"],
     },
 )

@@ -157,6 +157,12 @@ def example_input(unit: Unit, cfg: EnsLossConfig, data: dict) -> torch.Tensor:
     return x[:256]
 
 
+def calibration_inputs(unit: Unit, cfg: EnsLossConfig, data: dict, model) -> list:
+    """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
+    x, _ = _tensors(data, "train")
+    return [x[:512]]
+
+
 def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
     from reprolab.methods.ensloss import plots as figs
 
