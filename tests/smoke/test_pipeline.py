@@ -17,7 +17,7 @@ pytestmark = pytest.mark.pipeline
 def test_repro_produces_every_output(reproduced):
     ev = reproduced / "data" / "eval" / "ensloss"
     table = pd.read_csv(ev / "metrics.csv")
-    assert set(table.precision) == {"fp32", "int8_dynamic"}
+    assert set(table.precision) == {"fp32", "int8_dynamic", "rtn_w4a4", "bitdgdm_w4a4"}
     assert set(table.variant) == {"ensloss", "bce", "hinge", "exp"}
     assert set(table.seed) == {0, 1}
     assert table.value.between(0, 1).all()
@@ -31,15 +31,31 @@ def test_repro_produces_every_output(reproduced):
     eff = summary["efficiency"]
     assert eff["int8_dynamic"]["bytes"] < eff["fp32"]["bytes"]
     assert eff["fp32"]["latency_ms"] > 0 and eff["int8_dynamic"]["latency_ms"] > 0
+    # W4A4: about an eighth of the fp32 bytes (plus scales, biases, outliers); no
+    # latency, since fake quantization computes in fp32
+    for scheme in ("rtn_w4a4", "bitdgdm_w4a4"):
+        assert eff[scheme]["effective_bytes"] < 0.3 * eff["fp32"]["effective_bytes"]
+        assert eff[scheme]["latency_ms"] is None and "fake" in eff[scheme]["latency_note"]
+        assert 0 < eff[scheme]["layer_error_mean"] < 1
+    qinfo = json.loads((reproduced / "data/quantized/ensloss/quantized.json").read_text())
+    assert set(qinfo["layer_relative_error"]["rtn_w4a4"]) == {"0", "2", "4"}
+    # every claim gets a verdict at every precision, next to fp32 in the report
+    assert {(c["id"], c["precision"]) for c in claims} == {
+        (i, p)
+        for i in ("vs_bce", "vs_hinge", "vs_exp", "vs_best_fixed")
+        for p in ("fp32", "int8_dynamic", "rtn_w4a4", "bitdgdm_w4a4")
+    }
     assert sorted(p.name for p in (ev / "plots").iterdir()) == [
         "accuracy_by_pair.png",
-        "int8_vs_fp32.png",
+        "quantized_vs_fp32.png",
         "val_acc_by_epoch.png",
     ]
     report = (reproduced / "data" / "reports" / "claims.md").read_text()
     for c in claims:
         assert f"| ensloss | {c['id']} | {c['precision']} |" in report
     assert "#/experiments/" in report
+    assert "## Quantization: size, error and latency" in report
+    assert "| ensloss | bitdgdm_w4a4 |" in report
 
 
 def test_second_repro_does_nothing_and_metrics_show(reproduced):

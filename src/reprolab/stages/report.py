@@ -43,8 +43,11 @@ def run(root: Path) -> dict:
             f"{ui}/#/experiments/{e}/runs/{r}"
             for e, r in zip(table.experiment_id, table.run_id, strict=True)
         ]
-    markdown = to_markdown(table, figures, project.profile, out)
+    quant_table = collect_quantization(root)
+    markdown = to_markdown(table, figures, project.profile, out) + quant_markdown(quant_table)
     out.mkdir(parents=True, exist_ok=True)
+    with io.atomic_path(out / "quantization.csv") as tmp:
+        quant_table.to_csv(tmp, index=False)
     with io.atomic_path(out / "claims.csv") as tmp:
         table[COLUMNS + ["statement", "detail"]].to_csv(tmp, index=False)
     io.write_text(out / "claims.md", markdown)
@@ -65,7 +68,7 @@ def run(root: Path) -> dict:
     )
     try:
         tracker.log_metrics(tracker.run_id, {f"verdicts.{k}": float(v) for k, v in counts.items()})
-        for name in ("claims.md", "claims.csv", "claims.html"):
+        for name in ("claims.md", "claims.csv", "claims.html", "quantization.csv"):
             tracker.log_artifact(tracker.run_id, out / name)
     finally:
         tracker.finish(True)
@@ -105,6 +108,79 @@ def collect(root: Path) -> tuple[list[list], dict[str, list[Path]]]:
             )
         figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png"))
     return rows, figures
+
+
+QUANT_COLUMNS = [
+    "method",
+    "precision",
+    "effective_bytes",
+    "x_fp32",
+    "layer_error_mean",
+    "latency_ms",
+    "latency",
+]
+
+
+def collect_quantization(root: Path) -> pd.DataFrame:
+    """Per method and precision: effective bytes, mean per-layer output error and latency
+    (only where a real low-bit kernel runs), from each method's metrics.json."""
+    rows = []
+    for slug in registry.slugs():
+        path = MethodPaths(root, slug).eval / "metrics.json"
+        if not path.is_file():
+            continue
+        efficiency = io.read_json(path).get("efficiency", {})
+        base = efficiency.get("fp32", {}).get("effective_bytes")
+        for precision, e in efficiency.items():
+            eff = e.get("effective_bytes")
+            rows.append(
+                [
+                    slug,
+                    precision,
+                    eff,
+                    round(eff / base, 4) if eff and base else None,
+                    e.get("layer_error_mean"),
+                    e.get("latency_ms"),
+                    "measured" if e.get("latency_ms") is not None else e.get("latency_note", ""),
+                ]
+            )
+    return pd.DataFrame(rows, columns=QUANT_COLUMNS)
+
+
+def quant_markdown(table: pd.DataFrame) -> str:
+    if table.empty:
+        return ""
+    lines = [
+        "",
+        "## Quantization: size, error and latency",
+        "",
+        "Effective bytes count packed low-bit codes, fp16 scales, low-rank factors and sparse"
+        " outliers (see `reprolab.core.quant`); layer error is the mean relative output"
+        " error of the linear layers on calibration inputs. Latency only where a real"
+        " low-bit kernel runs.",
+        "",
+        "| method | precision | effective bytes | x fp32 | mean layer error | latency ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples():
+        err = (
+            ""
+            if r.layer_error_mean is None or pd.isna(r.layer_error_mean)
+            else f"{r.layer_error_mean:.4f}"
+        )
+        lat = (
+            f"{r.latency_ms:.3f}"
+            if r.latency_ms is not None and not pd.isna(r.latency_ms)
+            else r.latency
+        )
+        lines.append(
+            f"| {r.method} | {r.precision} | {_int(r.effective_bytes)} | {r.x_fp32} | {err} | {lat} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _int(x) -> str:
+    return "n/a" if x is None or pd.isna(x) else f"{int(x):,}"
 
 
 def _fmt(x: float) -> str:

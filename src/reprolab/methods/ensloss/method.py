@@ -168,6 +168,6 @@ def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]])
 
     return [
         figs.accuracy_by_pair(table, out_dir / "accuracy_by_pair.png"),
-        figs.quantized_vs_fp32(table, out_dir / "int8_vs_fp32.png"),
+        figs.quantized_vs_fp32(table, out_dir / "quantized_vs_fp32.png"),
         figs.validation_curves(histories, out_dir / "val_acc_by_epoch.png"),
     ]
