@@ -230,3 +230,25 @@ def test_precision_gap_claim_is_evaluated_once_across_precisions():
     assert (
         missing["verdict"] == "inconclusive" and "not quantized" in missing["measured"]["summary"]
     )
+
+
+def test_multihead_attention_keeps_working_after_quantization():
+    torch.manual_seed(0)
+    attn = nn.MultiheadAttention(16, 2, batch_first=True)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp, self.attn, self.out = nn.Linear(8, 16), attn, nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = self.inp(x)
+            return self.out(self.attn(h, h, h)[0])
+
+    model = Block().eval()
+    q = quant.quantize(model, "rtn_w8a8")
+    assert isinstance(q.inp, quant.QuantLinear) and isinstance(q.out, quant.QuantLinear)
+    assert type(q.attn.out_proj) is nn.modules.linear.NonDynamicallyQuantizableLinear
+    x = torch.randn(2, 5, 8)
+    with torch.inference_mode():
+        assert _rel(q(x), model(x)) < 0.05

@@ -268,7 +268,19 @@ def _call(model: nn.Module, inputs: Any) -> Any:
 
 
 def _linears(model: nn.Module) -> dict[str, nn.Linear]:
-    return {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    """The layers the fake-quantizing schemes replace: every ``nn.Linear`` except the
+    output projection inside ``nn.MultiheadAttention``, whose forward reads the weight
+    directly (write attention with explicit ``nn.Linear`` projections to quantize it)."""
+    skip = {
+        f"{name}.out_proj" if name else "out_proj"
+        for name, m in model.named_modules()
+        if isinstance(m, nn.MultiheadAttention)
+    }
+    return {
+        name: m
+        for name, m in model.named_modules()
+        if isinstance(m, nn.Linear) and name not in skip
+    }
 
 
 def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
