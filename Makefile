@@ -28,7 +28,7 @@ run: venv
 	@echo "claims: data/reports/claims.md  |  MLflow UI: make ui"
 
 test: venv
-	$(BIN)/python -m pytest -m "not slow" -q
+	$(BIN)/python -m pytest -m "not slow" -q --durations=15
 
 test-slow: venv
 	$(BIN)/python -m pytest -m slow -q

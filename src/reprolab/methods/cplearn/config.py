@@ -1,0 +1,86 @@
+"""cplearn settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from reprolab.contract import MethodConfig
+
+Dataset = Literal["digits", "mnist", "fashion_mnist"]
+VariantName = Literal["cplearn", "barlow_twins", "cplearn_noprior"]
+
+
+class CPLearnConfig(MethodConfig):
+    datasets: list[Dataset] = Field(default=["mnist"], min_length=1)
+    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
+    max_rows: int = Field(default=1200, ge=0)
+    #: fraction of the kept rows held out as the test split (stratified, fixed at prepare)
+    test_frac: float = Field(default=0.25, gt=0, lt=1)
+    data_seed: int = Field(default=0, ge=0)
+    variants: list[VariantName] = Field(
+        default=["cplearn", "barlow_twins", "cplearn_noprior"], min_length=2
+    )
+    #: encoder: conv channels (width, 2 width, 4 width) and the representation dim of h
+    width: int = Field(default=8, ge=1)
+    feat_dim: int = Field(default=64, ge=2)
+    #: f: projector (embedding) dimension; c: number of codes (columns of the +-1 matrix)
+    proj_dim: int = Field(default=128, ge=2)
+    n_codes: int = Field(default=512, ge=2)
+    #: the +-1 matrix is drawn from seed codebook_seed + unit seed
+    codebook_seed: int = Field(default=12_345, ge=0)
+    #: weight of the cross-view cross-entropy (official CIFAR config: beta = 1.0)
+    beta: float = Field(default=1.0, gt=0)
+    #: eps of the temperature's closed form (the card: 1e-8)
+    eps: float = Field(default=1e-8, gt=0, lt=1)
+    #: Barlow Twins' off-diagonal weight (Zbontar et al. 2021: 5e-3)
+    bt_lambda: float = Field(default=5e-3, gt=0)
+    epochs: int = Field(default=3, ge=1)
+    #: n of the temperature; the official CIFAR config uses 64
+    batch_size: int = Field(default=64, ge=2)
+    lr: float = Field(default=1e-3, gt=0)
+    weight_decay: float = Field(default=1e-4, ge=0)
+    #: augmentation: max translation (fraction of the side), max rotation (degrees),
+    #: zoom range 1 +- aug_scale, cutout probability, Gaussian pixel-noise std
+    aug_shift: float = Field(default=0.12, ge=0, lt=0.5)
+    aug_rotate: float = Field(default=12.0, ge=0, le=180)
+    aug_scale: float = Field(default=0.12, ge=0, lt=1)
+    aug_erase: float = Field(default=0.5, ge=0, le=1)
+    aug_noise: float = Field(default=0.1, ge=0)
+    #: linear probe: inverse L2 strength of sklearn's LogisticRegression (fixed, not tuned)
+    probe_c: float = Field(default=1.0, gt=0)
+    probe_max_iter: int = Field(default=1000, ge=10)
+    #: k-means restarts (k = number of classes) for Barlow Twins' clusters and intra_var
+    kmeans_init: int = Field(default=4, ge=1)
+
+    @field_validator("variants")
+    @classmethod
+    def _method_present(cls, v: list[str]) -> list[str]:
+        if "cplearn" not in v or len(set(v)) != len(v):
+            raise ValueError("variants must be distinct and include 'cplearn'")
+        return v
+
+    @model_validator(mode="after")
+    def _eps_fits_codes(self) -> CPLearnConfig:
+        if not self.eps * (self.n_codes - 1) < 1:
+            raise ValueError(
+                f"eps * (n_codes - 1) must be < 1 for the temperature's log to exist "
+                f"(eps={self.eps}, n_codes={self.n_codes})"
+            )
+        return self
+
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "datasets": ["fashion_mnist", "mnist"],
+        "max_rows": 4000,
+        "test_frac": 0.2,
+        "width": 16,
+        "feat_dim": 128,
+        "proj_dim": 256,
+        "n_codes": 1024,
+        "epochs": 15,
+    },
+}

@@ -1,0 +1,164 @@
+"""cplearn hooks for the pipeline stages (see reprolab.contract.MethodHooks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.core import datasets
+from reprolab.methods.cplearn.config import CPLearnConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(cfg: CPLearnConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+    sources = {name: datasets.IMAGE_SOURCES[name](raw_dir) for name in cfg.datasets}
+    tasks, sizes = {}, {}
+    for name, (x, y) in sources.items():
+        if cfg.max_rows and len(y) > cfg.max_rows:  # stratified subsample, fixed
+            frac = cfg.max_rows / len(y)
+            keep = np.sort(datasets.stratified_split(y, (frac, 1 - frac, 0.0), cfg.data_seed)[0])
+            x, y = x[keep], y[keep]
+        split = (1 - cfg.test_frac, 0.0, cfg.test_frac)
+        tr, _, te = datasets.stratified_split(y, split, cfg.data_seed + 1)
+        tasks[name] = {"x_train": x[tr], "y_train": y[tr], "x_test": x[te], "y_test": y[te]}
+        sizes[name] = {"train": len(tr), "test": len(te)}
+    return tasks, {"sizes": {k: v["train"] for k, v in sizes.items()}, "splits": sizes}
+
+
+# ---------------------------------------------------------------- train
+
+
+def _images(data: dict, part: str) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(np.asarray(data[f"x_{part}"])).float() / 255.0
+
+
+def units(cfg: CPLearnConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in cfg.variants]
+
+
+def _net(unit: Unit, cfg: CPLearnConfig, in_dim: int):
+    from reprolab.methods.cplearn.net import SSLNet
+
+    return SSLNet(
+        in_dim=in_dim,
+        width=cfg.width,
+        feat_dim=cfg.feat_dim,
+        proj_dim=cfg.proj_dim,
+        n_codes=cfg.n_codes,
+        hyperdimensional=unit.variant != "barlow_twins",
+        codebook_seed=cfg.codebook_seed + unit.seed,
+    )
+
+
+def train_unit(
+    unit: Unit, cfg: CPLearnConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    import torch
+
+    from reprolab.core.training import fit_resumable
+    from reprolab.methods.cplearn.module import SSLModule, full_batches
+
+    x = _images(data, "train")
+    torch.manual_seed(unit.seed)
+    module = SSLModule(_net(unit, cfg, x.shape[1]), unit.variant, cfg, unit.seed)
+    fit_resumable(module, full_batches(x, cfg.batch_size, unit.seed), None, cfg.epochs, resume_dir)
+    return TrainedUnit(state=module.net.state_dict(), history=module.history)
+
+
+def restore(unit: Unit, cfg: CPLearnConfig, data: dict, state: dict) -> torch.nn.Module:
+    net = _net(unit, cfg, np.asarray(data["x_train"]).shape[1])
+    net.load_state_dict(state)
+    return net.eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def _embed(model, x: torch.Tensor, chunk: int = 1024):
+    """(h, e, argmax code or None) of every row, in eval mode, batch by batch."""
+    import torch
+
+    hs, es, codes = [], [], []
+    with torch.inference_mode():
+        for part in x.split(chunk):
+            h, e, z = model(part)
+            hs.append(h)
+            es.append(e)
+            if z is not None:
+                codes.append(z.argmax(dim=1))
+    h, e = torch.cat(hs).numpy(), torch.cat(es).numpy()
+    return h, e, (torch.cat(codes).numpy() if codes else None)
+
+
+def linear_probe(h_train, y_train, h_test, y_test, c: float, max_iter: int, seed: int) -> float:
+    """Accuracy on the test split of a logistic regression fitted on the frozen,
+    standardised features of the train split."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    probe = make_pipeline(
+        StandardScaler(), LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
+    )
+    probe.fit(h_train, y_train)
+    return float(probe.score(h_test, y_test))
+
+
+def evaluate_unit(model, unit: Unit, cfg: CPLearnConfig, data: dict) -> dict[str, float]:
+    import warnings
+
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import normalized_mutual_info_score
+
+    from reprolab.methods.cplearn import metrics
+
+    model.eval()
+    y_tr, y_te = np.asarray(data["y_train"]), np.asarray(data["y_test"])
+    h_tr, _, _ = _embed(model, _images(data, "train"))
+    h_te, e_te, codes = _embed(model, _images(data, "test"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        probe = linear_probe(h_tr, y_tr, h_te, y_te, cfg.probe_c, cfg.probe_max_iter, unit.seed)
+        k = len(np.unique(y_tr))
+        e_unit = e_te / np.maximum(np.linalg.norm(e_te, axis=1, keepdims=True), 1e-12)
+        kmeans = KMeans(k, n_init=cfg.kmeans_init, random_state=unit.seed).fit(e_unit)
+    # The variant's own clusters: CPLearn's argmax code (c-way); Barlow Twins has none,
+    # so k-means with k = #classes on its normalised embeddings stands in.
+    own, n_own = (codes, cfg.n_codes) if codes is not None else (kmeans.labels_, k)
+    erank = metrics.effective_rank(e_te)
+    return {
+        "probe_acc": probe,
+        "nmi": float(normalized_mutual_info_score(y_te, own)),
+        "nmi_kmeans": float(normalized_mutual_info_score(y_te, kmeans.labels_)),
+        "usage_entropy": metrics.usage_entropy(own, n_own),
+        "clusters_used": float(len(np.unique(own))),
+        "erank": erank,
+        "erank_frac": erank / e_te.shape[1],
+        "intra_var": metrics.intra_cluster_variance(e_te, kmeans.labels_),
+    }
+
+
+def example_input(unit: Unit, cfg: CPLearnConfig, data: dict) -> torch.Tensor:
+    return _images(data, "test")[:256]
+
+
+def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+    from reprolab.methods.cplearn import plots as figs
+
+    return [
+        figs.collapse_metrics(table, out_dir / "collapse_metrics.png"),
+        figs.quality(table, out_dir / "probe_and_nmi.png"),
+        figs.training_curves(histories, out_dir / "training_curves.png"),
+    ]
