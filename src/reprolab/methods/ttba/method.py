@@ -1,0 +1,235 @@
+"""ttba hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+A unit (task, variant, seed) trains the victim CNN of (task, seed) and attacks it with
+``variant``. Training does not depend on the variant: every variant of a (task, seed)
+gets the same victim (same seed, same data order; checked in the unit tests), so all
+attacks face the same model, the same correctly classified test images, the same oracle
+and the same budget. The contract trains one unit per variant, so the victim is trained
+once per variant: a cheap CNN keeps that affordable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.core import datasets
+from reprolab.methods.ttba.config import TtbaConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+N_CLASSES = 10
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(cfg: TtbaConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+    tasks, sizes = {}, {}
+    for name in cfg.datasets:
+        x, y = datasets.IMAGE_SOURCES[name](raw_dir)
+        if cfg.max_rows and len(y) > cfg.max_rows:  # stratified subsample, fixed
+            frac = cfg.max_rows / len(y)
+            keep = np.sort(datasets.stratified_split(y, (frac, 1 - frac, 0.0), cfg.data_seed)[0])
+            x, y = x[keep], y[keep]
+        tr, va, te = datasets.stratified_split(y, tuple(cfg.split), cfg.data_seed + 1)
+        tasks[name] = {
+            "x_train": x[tr],
+            "y_train": y[tr],
+            "x_val": x[va],
+            "y_val": y[va],
+            "x_test": x[te],
+            "y_test": y[te],
+        }
+        sizes[name] = {"train": len(tr), "val": len(va), "test": len(te)}
+    return tasks, {"sizes": {k: v["train"] for k, v in sizes.items()}, "splits": sizes}
+
+
+def units(cfg: TtbaConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in cfg.variants]
+
+
+# ---------------------------------------------------------------- train
+
+
+@contextlib.contextmanager
+def _threads(n: int):
+    """``n`` torch intra-op threads for the duration (0: leave the stage's setting)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+
+    x = torch.from_numpy(np.asarray(data[f"x_{part}"])).float() / 255.0
+    return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()
+
+
+def train_unit(
+    unit: Unit, cfg: TtbaConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    import torch
+
+    from reprolab.core.training import batches, fit_resumable
+    from reprolab.methods.ttba.victim import Victim
+
+    x_tr, y_tr = _tensors(data, "train")
+    x_va, y_va = _tensors(data, "val")
+    torch.manual_seed(unit.seed)  # the variant plays no part: one victim per (task, seed)
+    module = Victim(x_tr.shape[1], tuple(cfg.channels), cfg.hidden, cfg.lr, cfg.epochs)
+    train = batches(x_tr, y_tr, cfg.batch_size, unit.seed, shuffle=True)
+    val = batches(x_va, y_va, 4096, unit.seed, shuffle=False)
+    with _threads(cfg.threads):
+        fit_resumable(module, train, val, cfg.epochs, resume_dir)
+    return TrainedUnit(state=module.net.state_dict(), history=module.history)
+
+
+def restore(unit: Unit, cfg: TtbaConfig, data: dict, state: dict) -> torch.nn.Module:
+    from reprolab.methods.ttba.net import cnn
+
+    net = cnn(np.asarray(data["x_train"]).shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
+    net.load_state_dict(state)
+    return net.eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def _image_seed(seed: int, index: int) -> int:
+    """Attack randomness per (seed, test image): the same for every variant and precision."""
+    return 1_000_003 * seed + index
+
+
+def attack_images(model, unit: Unit, cfg: TtbaConfig, data: dict) -> dict:
+    """Attack the first ``n_images`` correctly classified test images with the unit's
+    variant; per image, the best L2 at every checkpoint of the curve and the query count."""
+    import torch
+
+    from reprolab.methods.ttba.attack import TtbaParams, best_k_ratio, ttba
+    from reprolab.methods.ttba.baselines import art_classifier, run_art
+    from reprolab.methods.ttba.oracle import HardLabelOracle
+
+    x_te, y_te = _tensors(data, "test")
+    oracle = HardLabelOracle(model, N_CLASSES)
+    pred = oracle.predict_rows(x_te)
+    correct = torch.nonzero(pred == y_te).flatten()[: cfg.n_images].tolist()
+    if not correct:
+        raise ValueError(f"{unit.id}: the victim classifies no test image correctly")
+    params = TtbaParams(
+        init_query=cfg.init_query,
+        sigma=cfg.sigma,
+        tol=cfg.tol,
+        k_tol=cfg.k_tol,
+        init_step=cfg.init_step,
+    )
+    classifier = None if unit.variant == "ttba" else art_classifier(oracle, x_te.shape[1])
+    checkpoints = cfg.checkpoints()
+    best, to_success, used, seconds = [], [], [], []
+    ratios, k_bridges = [], []
+    for j, i in enumerate(correct):
+        oracle.reset(x_te[i], int(y_te[i]), cfg.budget)
+        seed = _image_seed(unit.seed, i)
+        started = time.perf_counter()
+        if unit.variant == "ttba":
+            y0 = int(y_te[i])
+
+            def diagnose(x0, r, v, n, k_bridge, y0=y0):
+                return best_k_ratio(
+                    oracle.predict_rows, y0, x0, r, v, n, k_bridge, cfg.diag_grid, cfg.tol
+                )
+
+            trace = ttba(
+                oracle,
+                params,
+                torch.Generator().manual_seed(seed),
+                diagnose if j < cfg.diag_images else None,
+            )
+            ratios += trace.best_k_ratio
+            k_bridges += trace.k_bridge
+        else:
+            run_art(unit.variant, oracle, classifier, seed)
+        seconds.append(time.perf_counter() - started)
+        best.append(oracle.best_l2_at(checkpoints))
+        to_success.append(oracle.queries_to_reach(cfg.success_l2))
+        used.append(oracle.count)
+    return {
+        "checkpoints": checkpoints,
+        "best": np.array(best),
+        "to_success": to_success,
+        "used": used,
+        "seconds": seconds,
+        "ratios": ratios,
+        "k_bridges": k_bridges,
+        "accuracy": float((pred == y_te).float().mean()),
+        "in_dim": x_te.shape[1],
+    }
+
+
+def summarize(run: dict, cfg: TtbaConfig) -> dict[str, float]:
+    """Per-unit metrics from :func:`attack_images`' per-image results.
+
+    An image with no adversarial query yet counts with the largest L2 possible in the
+    box, sqrt(d); queries to success count a failure as the whole budget (a censored
+    value, the same rule for every attack)."""
+    cap = math.sqrt(run["in_dim"])
+    best = np.minimum(run["best"], cap)
+    at = dict(zip(run["checkpoints"], np.median(best, axis=0), strict=True))
+    final = best[:, run["checkpoints"].index(cfg.budget)]
+    q_success = np.array([cfg.budget if q is None else q for q in run["to_success"]], float)
+    out = {
+        "median_l2": at[cfg.budget],
+        "median_l2_half": at[cfg.budget // 2],
+        "median_l2_quarter": at[cfg.budget // 4],
+        "mean_l2": float(final.mean()),
+        "success_rate": float(np.mean([q is not None for q in run["to_success"]])),
+        "queries_to_success_mean": float(q_success.mean()),
+        "queries_to_success_median": float(np.median(q_success)),
+        "queries_used_mean": float(np.mean(run["used"])),
+        "queries_used_max": float(np.max(run["used"])),
+        "seconds_per_image": float(np.mean(run["seconds"])),
+        "accuracy": run["accuracy"],
+        "n_images": float(len(final)),
+        # best-k diagnostic of TtBA (0 with k_ratio_n = 0 for the baselines)
+        "k_ratio_median": float(np.median(run["ratios"])) if run["ratios"] else 0.0,
+        "k_ratio_n": float(len(run["ratios"])),
+        "k_bridge_median": float(np.median(run["k_bridges"])) if run["k_bridges"] else 0.0,
+    }
+    for b, value in at.items():
+        out[f"l2_at_q{b}"] = float(value)
+    return {k: float(v) for k, v in out.items()}
+
+
+def evaluate_unit(model, unit: Unit, cfg: TtbaConfig, data: dict) -> dict[str, float]:
+    with _threads(cfg.threads):
+        return summarize(attack_images(model, unit, cfg, data), cfg)
+
+
+def example_input(unit: Unit, cfg: TtbaConfig, data: dict) -> torch.Tensor:
+    x, _ = _tensors(data, "test")
+    return x[:64]
+
+
+def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+    from reprolab.methods.ttba import plots as figs
+
+    return [
+        figs.l2_vs_queries(table, out_dir / "median_l2_vs_queries.png"),
+        figs.k_ratios(table, out_dir / "best_k_over_k_bridge.png"),
+        figs.validation_curves(histories, out_dir / "victim_val_acc_by_epoch.png"),
+    ]

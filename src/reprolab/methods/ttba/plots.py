@@ -1,0 +1,84 @@
+"""ttba figures: median L2 vs queries per attack; best-k / k_bridge per unit against 2/3;
+the victims' validation accuracy by epoch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.methods.ttba.claims import RATIO_TOLERANCE, TWO_THIRDS  # noqa: E402
+
+_PREFIX = "l2_at_q"
+
+
+def l2_vs_queries(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.metric.str.startswith(_PREFIX)].copy()
+    rows["queries"] = [int(m[len(_PREFIX) :]) for m in rows.metric]
+    tasks = list(dict.fromkeys(rows.task))
+    precisions = list(dict.fromkeys(rows.precision))
+    fig, axes = plt.subplots(
+        len(precisions),
+        len(tasks),
+        figsize=(4.8 * len(tasks), 3.6 * len(precisions)),
+        squeeze=False,
+    )
+    for r, precision in enumerate(precisions):
+        for c, task in enumerate(tasks):
+            ax = axes[r][c]
+            sub = rows[(rows.task == task) & (rows.precision == precision)]
+            for variant in dict.fromkeys(sub.variant):
+                g = sub[sub.variant == variant].groupby("queries").value.agg(["mean", "min", "max"])
+                ax.plot(g.index, g["mean"], marker=".", label=variant)
+                ax.fill_between(g.index, g["min"], g["max"], alpha=0.15)
+            ax.set_title(f"{task}, {precision}", fontsize=10)
+            ax.set_xlabel("queries (band: min-max over seeds)", fontsize=8)
+            ax.set_ylabel("median L2 of best adversarial")
+            ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def k_ratios(table: pd.DataFrame, path: Path) -> Path:
+    ttba = table[table.variant == "ttba"]
+    wide = ttba[ttba.metric.isin(["k_ratio_median", "k_ratio_n"])].pivot_table(
+        index=["task", "seed", "precision"], columns="metric", values="value"
+    )
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.axhspan(TWO_THIRDS - RATIO_TOLERANCE, TWO_THIRDS + RATIO_TOLERANCE, color="g", alpha=0.1)
+    ax.axhline(TWO_THIRDS, color="g", ls="--", lw=1, label="2/3 (band: claim tolerance)")
+    if "k_ratio_n" in wide:
+        wide = wide[wide.k_ratio_n > 0].reset_index()
+        groups = list(dict.fromkeys(zip(wide.task, wide.precision, strict=True)))
+        for i, (task, precision) in enumerate(groups):
+            g = wide[(wide.task == task) & (wide.precision == precision)]
+            ax.scatter([i] * len(g), g.k_ratio_median, s=18, label=None)
+        ax.set_xticks(range(len(groups)), [f"{t}\n{p}" for t, p in groups], fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("median best-k / k_bridge per unit")
+    ax.set_title("TtBA: best k on a grid vs the bridge k", fontsize=10)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def validation_curves(histories: dict, path: Path) -> Path:
+    rows = [
+        {"task": unit.task, "seed": unit.seed, "epoch": h["epoch"], "val_acc": h["val_acc"]}
+        for unit, history in histories.items()
+        for h in history
+    ]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    if rows:
+        curves = pd.DataFrame(rows).groupby(["task", "epoch"]).val_acc.mean()
+        for task, series in curves.groupby(level="task"):
+            s = series.droplevel("task")
+            ax.plot(s.index, s.to_numpy(), marker=".", label=task)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("victim accuracy on the validation split")
+    ax.set_title("Victim CNN training (mean over seeds)", fontsize=10)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
