@@ -252,3 +252,17 @@ def test_multihead_attention_keeps_working_after_quantization():
     x = torch.randn(2, 5, 8)
     with torch.inference_mode():
         assert _rel(q(x), model(x)) < 0.05
+
+
+def test_thresholds_are_the_calibration_quantile_and_can_be_reused():
+    net = _net()
+    calib = [torch.randn(128, 32, generator=torch.Generator().manual_seed(3))]
+    th = quant.calibrate_thresholds(net, calib, quantile=0.9)
+    x = calib[0].abs().flatten()
+    assert th["a"] == pytest.approx(float(torch.quantile(x, 0.9)), rel=0.02)
+    assert set(th) == {"a", "b", "c"}
+    q1 = quant.quantize(net, "bitdgdm_w4a4", calibration=calib)
+    q2 = quant.quantize(net, "bitdgdm_w4a4", thresholds=quant.calibrate_thresholds(net, calib))
+    x = torch.randn(16, 32)
+    with torch.inference_mode():
+        torch.testing.assert_close(q1(x), q2(x))

@@ -319,15 +319,23 @@ def calibrate_thresholds(
         values = torch.cat(parts)
         if values.numel() > _CALIB_SAMPLE:
             values = values[torch.randint(values.numel(), (_CALIB_SAMPLE,), generator=gen)]
-        out[name] = float(torch.quantile(values, quantile))
+        k = min(values.numel(), max(1, math.ceil(quantile * values.numel())))
+        out[name] = float(values.kthvalue(k).values)  # O(n) selection, not a sort
     return out
 
 
-def quantize(model: nn.Module, scheme: str, calibration: Sequence[Any] | None = None) -> nn.Module:
+def quantize(
+    model: nn.Module,
+    scheme: str,
+    calibration: Sequence[Any] | None = None,
+    thresholds: dict[str, float] | None = None,
+) -> nn.Module:
     """Return a quantized copy of ``model`` (the fp32 model is left untouched).
 
     ``calibration``: model inputs (a tensor, or a tuple of positional arguments, each)
-    for the schemes that calibrate thresholds (Bit-DGDM's sparse activations)."""
+    for the schemes that calibrate thresholds (Bit-DGDM's sparse activations).
+    ``thresholds``: the result of :func:`calibrate_thresholds` on them, to reuse one
+    calibration across several schemes of the same model."""
     spec = parse(scheme)
     if spec.kind == "int8_dynamic":
         engines = torch.backends.quantized.supported_engines
@@ -337,8 +345,9 @@ def quantize(model: nn.Module, scheme: str, calibration: Sequence[Any] | None = 
             return torch.ao.quantization.quantize_dynamic(
                 copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8
             )
-    thresholds: dict[str, float] = {}
-    if spec.needs_calibration:
+    if not spec.needs_calibration:
+        thresholds = {}
+    elif thresholds is None:
         if not calibration:
             raise ValueError(
                 f"quantization scheme {scheme!r} calibrates activation thresholds and needs "

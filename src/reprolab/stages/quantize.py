@@ -74,9 +74,12 @@ def run(slug: str, root: Path) -> dict:
                         "effective_bytes": quant.effective_bytes(model),
                     },
                 )
-                for scheme in schemes:
+                thresholds = None  # calibrated once per unit, shared by the schemes
+                for scheme, parsed_scheme in zip(schemes, parsed, strict=True):
                     t0 = time.perf_counter()
-                    qmodel = quant.quantize(model, scheme, calibration=calib)
+                    if parsed_scheme.needs_calibration and thresholds is None and calib:
+                        thresholds = quant.calibrate_thresholds(model, calib)
+                    qmodel = quant.quantize(model, scheme, calibration=calib, thresholds=thresholds)
                     seconds[scheme] += time.perf_counter() - t0
                     torch.save(qmodel.state_dict(), tmp / f"{unit.id}.{scheme}.pt")
                     sizes.setdefault(
