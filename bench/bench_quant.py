@@ -106,7 +106,7 @@ def largest_model(project: Path, threads: int, repeats: int) -> dict[str, Any]:
     models = {"fp32": model}
     for scheme in SCHEMES:
         models[scheme] = quant.quantize(model, scheme, calibration=calib)
-    call = quant._call
+    call = quant.call_model
     with torch.inference_mode():
         ref = call(model, example)
         ref = ref if isinstance(ref, torch.Tensor) else ref[0]

@@ -120,7 +120,7 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
                     for k, v in qmetrics.items()
                 ]
                 with torch.inference_mode():
-                    qmodel(example)
+                    quant.call_model(qmodel, example)
     table = pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
     for claim in spec.claims:
         for precision in claim.precisions_to_evaluate(["fp32", *spec.schemes(cfg)]):

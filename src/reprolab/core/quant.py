@@ -64,6 +64,7 @@ __all__ = [
     "state_bytes",
     "latency_ms",
     "QuantLinear",
+    "call_model",
 ]
 
 #: share of activation entries per layer treated as outliers (kept in full precision)
@@ -263,7 +264,8 @@ class QuantLinear(nn.Module):
 # ------------------------------------------------------------------------- the models
 
 
-def _call(model: nn.Module, inputs: Any) -> Any:
+def call_model(model: nn.Module, inputs: Any) -> Any:
+    """Run ``model`` on one input: a tensor, or a tuple of positional arguments."""
     return model(*inputs) if isinstance(inputs, tuple | list) else model(inputs)
 
 
@@ -310,7 +312,7 @@ def calibrate_thresholds(
     try:
         with torch.inference_mode():
             for inp in inputs:
-                _call(model, inp)
+                call_model(model, inp)
     finally:
         for h in handles:
             h.remove()
@@ -435,8 +437,8 @@ def layer_errors(
     try:
         with torch.inference_mode():
             for inp in inputs:
-                _call(fp_model, inp)
-                _call(q_model, inp)
+                call_model(fp_model, inp)
+                call_model(q_model, inp)
     finally:
         for h in handles:
             h.remove()
@@ -463,10 +465,10 @@ def latency_ms(model: nn.Module, example: Any, repeats: int = 30, warmup: int = 
     times = []
     with torch.inference_mode():
         for _ in range(warmup):
-            _call(model, example)
+            call_model(model, example)
         for _ in range(repeats):
             start = time.perf_counter()
-            _call(model, example)
+            call_model(model, example)
             times.append((time.perf_counter() - start) * 1e3)
     q = statistics.quantiles(times, n=4)
     return {"median": statistics.median(times), "iqr": q[2] - q[0]}

@@ -1,0 +1,89 @@
+"""bit_dgdm settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from reprolab.contract import MethodConfig
+
+Dataset = Literal["qm9", "community"]
+
+
+class BitDGDMConfig(MethodConfig):
+    datasets: list[Dataset] = Field(default=["qm9", "community"], min_length=1)
+    #: QM9 graphs per split: a seeded permutation of the 130,831 molecules (fixed at prepare)
+    qm9_train: int = Field(default=1500, ge=1)
+    qm9_val: int = Field(default=64, ge=1)
+    qm9_test: int = Field(default=256, ge=1)
+    #: two-community SBM graphs per split, node-count range, edge probabilities
+    community_train: int = Field(default=200, ge=1)
+    community_val: int = Field(default=32, ge=1)
+    community_test: int = Field(default=64, ge=2)
+    community_nodes: list[int] = Field(default=[12, 20], min_length=2, max_length=2)
+    p_in: float = Field(default=0.7, gt=0, le=1)
+    p_out: float = Field(default=0.05, ge=0, le=1)
+    data_seed: int = Field(default=0, ge=0)
+    #: diffusion steps T (cosine schedule)
+    steps: int = Field(default=30, ge=2)
+    #: widths of node, edge and global (time) features; transformer layers and heads
+    hidden_x: int = Field(default=32, ge=2)
+    hidden_e: int = Field(default=16, ge=2)
+    hidden_y: int = Field(default=16, ge=2)
+    layers: int = Field(default=2, ge=1)
+    heads: int = Field(default=4, ge=1)
+    epochs: int = Field(default=4, ge=1)
+    batch_size: int = Field(default=64, ge=1)
+    lr: float = Field(default=2e-3, gt=0)
+    #: weight of the edge cross-entropy (DiGress: 5)
+    lambda_e: float = Field(default=5.0, ge=0)
+    #: graphs sampled per evaluation (the same seed at every precision), per task; batch
+    qm9_samples: int = Field(default=64, ge=2)
+    community_samples: int = Field(default=32, ge=2)
+    sample_batch: int = Field(default=256, ge=1)
+    #: graphs of the full-precision model's own reverse chain whose inputs at every step
+    #: calibrate Bit-DGDM's activation thresholds (data-free)
+    calib_graphs: int = Field(default=4, ge=1)
+
+    @field_validator("community_nodes")
+    @classmethod
+    def _node_range(cls, v: list[int]) -> list[int]:
+        if not 2 <= v[0] <= v[1]:
+            raise ValueError("community_nodes must be [min, max] with 2 <= min <= max")
+        return v
+
+    @field_validator("datasets")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("datasets must be distinct")
+        return v
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> BitDGDMConfig:
+        if self.hidden_x % self.heads:
+            raise ValueError(
+                f"hidden_x ({self.hidden_x}) must be a multiple of heads ({self.heads})"
+            )
+        return self
+
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "qm9_train": 4000,
+        "qm9_val": 256,
+        "qm9_test": 256,
+        "community_train": 2000,
+        "community_val": 64,
+        "community_test": 128,
+        "steps": 50,
+        "hidden_x": 48,
+        "layers": 3,
+        "epochs": 15,
+        "qm9_samples": 256,
+        "community_samples": 128,
+        "calib_graphs": 8,
+    },
+}
