@@ -70,6 +70,22 @@ def batches(
     return DataLoader(TensorBatches(x, y), sampler=sampler, batch_size=None)
 
 
+class HistoryModule(pl.LightningModule):
+    """Base of the methods' Lightning modules: a per-epoch ``history`` (one dict per
+    epoch) that travels inside every checkpoint, so a unit resumed after a kill reports
+    the epochs before and after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history: list[dict[str, float]] = []
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["reprolab_history"] = self.history
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.history = list(checkpoint.get("reprolab_history", []))
+
+
 class LastCheckpoint(pl.Callback):
     """Write ``<resume_dir>/last.ckpt`` at the end of every training epoch, atomically.
 

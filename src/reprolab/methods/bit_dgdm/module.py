@@ -5,10 +5,10 @@ loss = CE(nodes) + lambda CE(edges) over real nodes and real off-diagonal node p
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 
+from reprolab.core.training import HistoryModule
 from reprolab.methods.bit_dgdm import diffusion
 from reprolab.methods.bit_dgdm.model import GraphDiffusion
 
@@ -38,14 +38,13 @@ def denoising_loss(
     return loss_x + lambda_e * loss_e, loss_x, loss_e
 
 
-class DiffusionModule(pl.LightningModule):
+class DiffusionModule(HistoryModule):
     def __init__(
         self, model: GraphDiffusion, lr: float, lambda_e: float, epochs: int, seed: int
     ) -> None:
         super().__init__()
         self.model = model
         self.lr, self.lambda_e, self.epochs, self.seed = lr, lambda_e, epochs, seed
-        self.history: list[dict[str, float]] = []
         self._train = [0.0, 0]
         self._val = [0.0, 0.0, 0]
 
@@ -82,9 +81,3 @@ class DiffusionModule(pl.LightningModule):
         opt = torch.optim.AdamW(self.parameters(), lr=self.lr, weight_decay=0.0)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["reprolab_history"] = self.history
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.history = list(checkpoint.get("reprolab_history", []))

@@ -3,11 +3,10 @@ cosine schedule. Label-free: the labels never reach the training step."""
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from reprolab.core.training import EpochBatchSampler, TensorBatches
+from reprolab.core.training import EpochBatchSampler, HistoryModule, TensorBatches
 from reprolab.methods.cplearn.losses import barlow_twins_loss, cplearn_loss, temperature
 from reprolab.methods.cplearn.net import SSLNet, augment
 
@@ -35,11 +34,10 @@ def full_batches(x: torch.Tensor, batch_size: int, seed: int) -> DataLoader:
     return DataLoader(TensorBatches(x), sampler=sampler, batch_size=None)
 
 
-class SSLModule(pl.LightningModule):
+class SSLModule(HistoryModule):
     def __init__(self, net: SSLNet, variant: str, cfg, seed: int) -> None:
         super().__init__()
         self.net, self.variant, self.cfg, self.seed = net, variant, cfg, seed
-        self.history: list[dict[str, float]] = []
         self._sums: dict[str, float] = {}
         self._batches = 0
 
@@ -90,9 +88,3 @@ class SSLModule(pl.LightningModule):
         )
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.cfg.epochs)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["reprolab_history"] = self.history
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.history = list(checkpoint.get("reprolab_history", []))

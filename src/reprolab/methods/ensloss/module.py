@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
 
+from reprolab.core.training import HistoryModule
 from reprolab.methods.ensloss.losses import LOSSES
 from reprolab.methods.ensloss.net import mlp
 
 
-class BinaryClassifier(pl.LightningModule):
+class BinaryClassifier(HistoryModule):
     def __init__(
         self,
         in_dim: int,
@@ -28,7 +28,6 @@ class BinaryClassifier(pl.LightningModule):
         self.loss_fn = LOSSES[loss]
         self.lr, self.momentum, self.weight_decay = lr, momentum, weight_decay
         self.epochs, self.seed = epochs, seed
-        self.history: list[dict[str, float]] = []
         self._loss_sum = torch.zeros(())
         self._batches = 0
 
@@ -70,9 +69,3 @@ class BinaryClassifier(pl.LightningModule):
         )
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["reprolab_history"] = self.history
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.history = list(checkpoint.get("reprolab_history", []))

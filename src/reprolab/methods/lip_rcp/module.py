@@ -3,14 +3,14 @@ for RSCP, a ReLU MLP trained on Gaussian-noise-augmented inputs (noise std sigma
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 
+from reprolab.core.training import HistoryModule
 from reprolab.methods.lip_rcp.net import lip_mlp, relu_mlp
 
 
-class Classifier(pl.LightningModule):
+class Classifier(HistoryModule):
     def __init__(
         self,
         in_dim: int,
@@ -31,7 +31,6 @@ class Classifier(pl.LightningModule):
         else:
             self.net = relu_mlp(in_dim, hidden, depth, n_classes)
         self.temp, self.noise, self.lr, self.epochs, self.seed = temp, noise, lr, epochs, seed
-        self.history: list[dict[str, float]] = []
         self._loss_sum, self._batches, self._correct, self._n = 0.0, 0, 0, 0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -68,9 +67,3 @@ class Classifier(pl.LightningModule):
         opt = torch.optim.Adam(self.parameters(), lr=self.lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["reprolab_history"] = self.history
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.history = list(checkpoint.get("reprolab_history", []))

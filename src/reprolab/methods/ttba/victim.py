@@ -3,14 +3,14 @@ schedule. The attacks only ever see its predicted label."""
 
 from __future__ import annotations
 
-import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
 
+from reprolab.core.training import HistoryModule
 from reprolab.methods.ttba.net import cnn
 
 
-class Victim(pl.LightningModule):
+class Victim(HistoryModule):
     def __init__(
         self,
         in_dim: int,
@@ -23,7 +23,6 @@ class Victim(pl.LightningModule):
         super().__init__()
         self.net = cnn(in_dim, channels, hidden, n_classes)
         self.lr, self.epochs = lr, epochs
-        self.history: list[dict[str, float]] = []
         self._loss_sum, self._batches, self._correct, self._n = 0.0, 0, 0, 0
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -57,9 +56,3 @@ class Victim(pl.LightningModule):
         opt = torch.optim.Adam(self.parameters(), lr=self.lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["reprolab_history"] = self.history
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.history = list(checkpoint.get("reprolab_history", []))
