@@ -83,6 +83,18 @@ IMAGE_SOURCES = {
 TABULAR_SOURCES = {"breast_cancer": lambda raw: breast_cancer()}
 
 
+def stratified_subsample(
+    x: np.ndarray, y: np.ndarray, max_rows: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_rows`` rows (all when ``max_rows`` is 0), with the class balance of
+    ``y`` and their original order; the choice is fixed by ``seed``."""
+    if not max_rows or len(y) <= max_rows:
+        return x, y
+    frac = max_rows / len(y)
+    keep = np.sort(stratified_split(y, (frac, 1 - frac, 0.0), seed)[0])
+    return x[keep], y[keep]
+
+
 def stratified_split(
     y: np.ndarray, fractions: tuple[float, float, float], seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

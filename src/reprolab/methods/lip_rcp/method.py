@@ -26,10 +26,7 @@ def prepare(cfg: LipRCPConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dic
     sources = {name: datasets.IMAGE_SOURCES[name](raw_dir) for name in cfg.datasets}
     tasks, sizes = {}, {}
     for name, (x, y) in sources.items():
-        if cfg.max_rows and len(y) > cfg.max_rows:  # stratified subsample, fixed
-            frac = cfg.max_rows / len(y)
-            keep = np.sort(datasets.stratified_split(y, (frac, 1 - frac, 0.0), cfg.data_seed)[0])
-            x, y = x[keep], y[keep]
+        x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
         tr, ca, te = datasets.stratified_split(y, tuple(cfg.split), cfg.data_seed + 1)
         tasks[name] = {
             "x_train": x[tr],

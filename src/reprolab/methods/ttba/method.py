@@ -36,10 +36,7 @@ def prepare(cfg: TtbaConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict,
     tasks, sizes = {}, {}
     for name in cfg.datasets:
         x, y = datasets.IMAGE_SOURCES[name](raw_dir)
-        if cfg.max_rows and len(y) > cfg.max_rows:  # stratified subsample, fixed
-            frac = cfg.max_rows / len(y)
-            keep = np.sort(datasets.stratified_split(y, (frac, 1 - frac, 0.0), cfg.data_seed)[0])
-            x, y = x[keep], y[keep]
+        x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
         tr, va, te = datasets.stratified_split(y, tuple(cfg.split), cfg.data_seed + 1)
         tasks[name] = {
             "x_train": x[tr],
