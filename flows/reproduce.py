@@ -84,10 +84,10 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
 @flow(name="reproduce-all")
 def reproduce_all(methods: list[str] | None = None, root: str | None = None) -> dict:
     project = _root(root)
-    chosen = list(methods or registry.slugs())
+    configured = config.load(project / "params.yaml")
+    chosen = list(methods or configured.slugs)
     for slug in chosen:
-        registry.check_slug(slug)
-    config.load(project / "params.yaml")
+        configured.method(slug)  # unknown or not configured: named before any compute
     run_id = str(flow_run.id)
     chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
     with _environ(**{tracking.FLOW_RUN_ENV: run_id}):

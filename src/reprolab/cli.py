@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"params.yaml OK: profile={project.profile} seeds={list(project.seeds)}")
             for slug, cfg in project.methods.items():
                 print(f"  {slug}: {cfg.model_dump(mode='json')}")
+            idle = [s for s in registry.slugs() if s not in project.methods]
+            if idle:
+                print(f"registered but not in params.yaml (not run): {', '.join(idle)}")
             return 0
         from reprolab.stages import run_stage
 

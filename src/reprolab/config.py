@@ -7,7 +7,8 @@ Layout of params.yaml::
       smoke: [0, 1]
       paper: [0, 1, 2, 3, 4]
     methods:
-      <slug>:                 # one section per registered method (may be empty: {})
+      <slug>:                 # one section per method to run (may be empty: {}); a
+                              # registered method without a section is not run
         smoke: {key: value}   # overrides of the method's defaults for this profile
         paper: {key: value}   # e.g. quantization: [int8_dynamic, rtn_w4a4, bitdgdm_w4a4]
 
@@ -45,7 +46,18 @@ class ProjectConfig:
 
     def method(self, slug: str) -> MethodConfig:
         registry.check_slug(slug)
+        if slug not in self.methods:
+            raise ConfigError(
+                f"params.yaml: methods.{slug}: method {slug!r} is registered but has no "
+                f"section under methods, so the pipeline does not run it; add `{slug}: {{}}` "
+                "under methods to run it with its defaults"
+            )
         return self.methods[slug]
+
+    @property
+    def slugs(self) -> list[str]:
+        """The methods this project runs: those with a section in params.yaml, in order."""
+        return list(self.methods)
 
 
 def load(path: Path) -> ProjectConfig:
@@ -84,13 +96,10 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
             raise ConfigError(
                 f"{source}: methods.{slug}: unknown method; registered methods: {', '.join(known)}"
             )
+    if not sections:
+        raise ConfigError(f"{source}: methods: no method to run; registered: {', '.join(known)}")
     methods: dict[str, MethodConfig] = {}
-    for slug in known:
-        if slug not in sections:
-            raise ConfigError(
-                f"{source}: methods.{slug}: missing section for a registered method "
-                "(add `{slug}: {{}}` under methods to use its defaults)".replace("{slug}", slug)
-            )
+    for slug in sections:
         section = sections[slug] or {}
         if not isinstance(section, dict):
             raise ConfigError(f"{source}: methods.{slug}: expected a mapping with keys smoke/paper")

@@ -83,9 +83,18 @@ def test_unknown_method_lists_registered_ones():
     assert "methods.nosuch: unknown method" in msg and "ensloss" in msg
 
 
-def test_missing_method_section():
-    msg = bad(lambda r: r["methods"].pop("ensloss"))
-    assert "methods.ensloss: missing section" in msg
+def test_a_method_without_a_section_is_not_run():
+    raw = copy.deepcopy(GOOD)
+    raw["methods"].pop("ensloss")
+    project = config.validate(raw)
+    assert "ensloss" not in project.slugs and project.slugs
+    with pytest.raises(config.ConfigError, match="methods.ensloss: .*no section"):
+        project.method("ensloss")
+
+
+def test_no_method_at_all_is_rejected():
+    msg = bad(lambda r: r.update(methods={}))
+    assert "methods: no method to run" in msg
 
 
 def test_single_seed_is_rejected():

@@ -33,7 +33,7 @@ COLUMNS = [
 
 def run(root: Path) -> dict:
     project = config.load(root / "params.yaml")
-    rows, figures = collect(root)
+    rows, figures = collect(root, project.slugs)
     out = reports_dir(root)
     load_env(root)  # REPROLAB_MLFLOW_UI (the address run links point to) is set there
     ui = os.environ.get("REPROLAB_MLFLOW_UI", "http://127.0.0.1:5000")
@@ -43,7 +43,7 @@ def run(root: Path) -> dict:
             f"{ui}/#/experiments/{e}/runs/{r}"
             for e, r in zip(table.experiment_id, table.run_id, strict=True)
         ]
-    quant_table = collect_quantization(root)
+    quant_table = collect_quantization(root, project.slugs)
     markdown = to_markdown(table, figures, project.profile, out) + quant_markdown(quant_table)
     out.mkdir(parents=True, exist_ok=True)
     with io.atomic_path(out / "quantization.csv") as tmp:
@@ -80,9 +80,9 @@ def run(root: Path) -> dict:
     }
 
 
-def collect(root: Path) -> tuple[list[list], dict[str, list[Path]]]:
+def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Path]]]:
     rows, figures = [], {}
-    for slug in registry.slugs():
+    for slug in slugs:
         folder = MethodPaths(root, slug).eval
         if not (folder / "claims.json").is_file():
             continue
@@ -121,11 +121,11 @@ QUANT_COLUMNS = [
 ]
 
 
-def collect_quantization(root: Path) -> pd.DataFrame:
+def collect_quantization(root: Path, slugs: list[str]) -> pd.DataFrame:
     """Per method and precision: effective bytes, mean per-layer output error and latency
     (only where a real low-bit kernel runs), from each method's metrics.json."""
     rows = []
-    for slug in registry.slugs():
+    for slug in slugs:
         path = MethodPaths(root, slug).eval / "metrics.json"
         if not path.is_file():
             continue
