@@ -123,6 +123,11 @@ def _measure(ctx, hooks, data, units, schemes, qinfo):
             entry["layer_error_mean"] = float(
                 pd.Series(qinfo["layer_relative_error"].get(precision, {})).mean()
             )
+            # share of parameters the scheme really quantized, and what stayed fp32
+            covered = qinfo.get("coverage", {}).get(precision)
+            if covered is not None:
+                entry["coverage"] = covered["share"]
+                entry["full_precision"] = covered["full_precision"]
         if not entry["real_kernel"]:
             entry["latency_note"] = "fake quantization (fp32 compute): no speedup to measure"
     return rows, efficiency, histories
