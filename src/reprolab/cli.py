@@ -15,8 +15,16 @@ def main(argv: list[str] | None = None) -> int:
     for stage in STAGES:
         p = sub.add_parser(stage, help=f"run the {stage} stage of one method")
         p.add_argument("slug")
+    p = sub.add_parser("asset", help="build one shared asset into data/assets/<name>")
+    p.add_argument("name")
     sub.add_parser("report", help="write data/reports/claims.md from every method's claims")
-    sub.add_parser("check", help="validate params.yaml and list the methods")
+    p = sub.add_parser("check", help="validate params.yaml and list the methods")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="on success, write the resolved config of every stage into this folder "
+        "(the DVC stage `validate`, which every other stage depends on)",
+    )
     sub.add_parser("list", help="list registered methods")
     args = parser.parse_args(argv)
 
@@ -43,12 +51,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"params.yaml OK: profile={project.profile} seeds={list(project.seeds)}")
             for slug, cfg in project.methods.items():
                 print(f"  {slug}: {cfg.model_dump(mode='json')}")
+            for name, cfg in project.assets.items():
+                print(f"  asset {name}: {cfg.model_dump(mode='json')}")
             idle = [s for s in registry.slugs() if s not in project.methods]
             if idle:
                 print(f"registered but not in params.yaml (not run): {', '.join(idle)}")
+            if args.out:
+                from reprolab.core.io import atomic_dir, write_json
+
+                with atomic_dir(root / args.out) as tmp:
+                    for name, content in config.resolved_files(project).items():
+                        write_json(tmp / name, content)
             return 0
         from reprolab.stages import run_stage
 
+        if args.command == "asset":
+            run_stage("assets", args.name, root)
+            return 0
         run_stage(args.command, getattr(args, "slug", None), root)
         return 0
     except expected as exc:

@@ -6,6 +6,8 @@ Layout of params.yaml::
     seeds:
       smoke: [0, 1]
       paper: [0, 1, 2, 3, 4]
+    assets:                   # shared assets (optional): built once by assets@<name>
+      <name>: {smoke: {}, paper: {}}
     methods:
       <slug>:                 # one section per method to run (may be empty: {}); a
                               # registered method without a section is not run
@@ -18,7 +20,7 @@ params.yaml only overrides them. Every error names the key at fault and what is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ from reprolab.contract import MethodConfig
 from reprolab.core import schemes
 
 PROFILES = ("smoke", "paper")
-TOP_LEVEL_KEYS = ("profile", "seeds", "methods")
+TOP_LEVEL_KEYS = ("profile", "seeds", "assets", "methods")
+REQUIRED_KEYS = ("profile", "seeds", "methods")
 
 
 class ConfigError(ValueError):
@@ -43,6 +46,16 @@ class ProjectConfig:
     seeds: tuple[int, ...]
     methods: dict[str, MethodConfig]  # active profile's config of every method
     raw: dict[str, Any]
+    assets: dict[str, MethodConfig] = field(default_factory=dict)  # active profile's
+
+    def asset(self, name: str) -> MethodConfig:
+        registry.check_asset(name)
+        if name not in self.assets:
+            raise ConfigError(
+                f"params.yaml: assets.{name}: no section for asset {name!r}; add "
+                f"`{name}: {{}}` under assets"
+            )
+        return self.assets[name]
 
     def method(self, slug: str) -> MethodConfig:
         registry.check_slug(slug)
@@ -74,10 +87,10 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping with keys {', '.join(TOP_LEVEL_KEYS)}")
     _no_unknown(raw, TOP_LEVEL_KEYS, prefix="", source=source)
-    for key in TOP_LEVEL_KEYS:
+    for key in REQUIRED_KEYS:
         if key not in raw:
             raise ConfigError(
-                f"{source}: missing key '{key}' (required: {', '.join(TOP_LEVEL_KEYS)})"
+                f"{source}: missing key '{key}' (required: {', '.join(REQUIRED_KEYS)})"
             )
 
     profile = raw["profile"]
@@ -108,9 +121,55 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
             cfg = method_config(slug, prof, section.get(prof) or {}, source)
             if prof == profile:
                 methods[slug] = cfg
+    assets = _validate_assets(raw.get("assets") or {}, profile, source)
+    for slug in methods:
+        for name in registry.get(slug).assets:
+            if name not in assets:
+                raise ConfigError(
+                    f"{source}: methods.{slug}: reads the asset {name!r}, which has no section "
+                    f"under assets; add `{name}: {{}}` under assets"
+                )
     return ProjectConfig(
-        profile=profile, seeds=tuple(seeds_by_profile[profile]), methods=methods, raw=raw
+        profile=profile,
+        seeds=tuple(seeds_by_profile[profile]),
+        methods=methods,
+        raw=raw,
+        assets=assets,
     )
+
+
+def _validate_assets(sections: Any, profile: str, source: str) -> dict[str, MethodConfig]:
+    if not isinstance(sections, dict):
+        raise ConfigError(f"{source}: assets: expected a mapping of asset name -> section")
+    known = registry.asset_names()
+    out = {}
+    for name, section in sections.items():
+        if name not in known:
+            raise ConfigError(
+                f"{source}: assets.{name}: unknown asset; registered assets: {', '.join(known)}"
+            )
+        section = section or {}
+        if not isinstance(section, dict):
+            raise ConfigError(f"{source}: assets.{name}: expected a mapping with keys smoke/paper")
+        _no_unknown(section, PROFILES, prefix=f"assets.{name}.", source=source)
+        for prof in PROFILES:
+            cfg = asset_config(name, prof, section.get(prof) or {}, source)
+            if prof == profile:
+                out[name] = cfg
+    return out
+
+
+def asset_config(name: str, profile: str, overrides: Any, source: str) -> MethodConfig:
+    spec = registry.asset(name)
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"{source}: assets.{name}.{profile}: expected a mapping")
+    merged = {**spec.profile_defaults.get(profile, {}), **overrides}
+    try:
+        return spec.config_model(**merged)
+    except ValidationError as exc:
+        raise ConfigError(
+            _explain(exc, spec.config_model, f"assets.{name}.{profile}", source)
+        ) from None
 
 
 def method_config(slug: str, profile: str, overrides: dict, source: str) -> MethodConfig:
@@ -125,7 +184,37 @@ def method_config(slug: str, profile: str, overrides: dict, source: str) -> Meth
             _explain(exc, spec.config_model, f"methods.{slug}.{profile}", source)
         ) from None
     _check_quantization(spec, cfg, f"methods.{slug}.{profile}.quantization", source)
+    _check_variants(spec, cfg, f"methods.{slug}.{profile}.variants", source)
     return cfg
+
+
+def _check_variants(spec, cfg: MethodConfig, key: str, source: str) -> None:
+    """The selected variants exist, are distinct, and every evaluation-only one comes
+    with the variant whose trained object it evaluates. (A claim on a variant left out
+    is reported as not tested.)"""
+    if cfg.variants is None:
+        return
+    names = spec.variant_names()
+    chosen = list(cfg.variants)
+    unknown = [v for v in chosen if v not in names]
+    if unknown:
+        raise ConfigError(
+            f"{source}: {key}: unknown variant(s) {', '.join(map(repr, unknown))}; "
+            f"variants of {spec.slug}: {', '.join(names)}"
+        )
+    if len(set(chosen)) != len(chosen):
+        raise ConfigError(f"{source}: {key}: a variant is listed twice: {chosen}")
+    for name in chosen:
+        source_variant = spec.trained_variant(name)
+        if source_variant not in chosen:
+            raise ConfigError(
+                f"{source}: {key}: {name!r} is evaluation-only and evaluates the trained "
+                f"{source_variant!r}, which is not selected; add {source_variant!r}"
+            )
+    if not any(not spec.variant(v).evaluation_only for v in chosen):
+        raise ConfigError(
+            f"{source}: {key}: nothing to train: every selected variant is evaluation-only"
+        )
 
 
 def _check_quantization(spec, cfg: MethodConfig, key: str, source: str) -> None:
@@ -194,3 +283,32 @@ def _explain(exc: ValidationError, model: type[MethodConfig], prefix: str, sourc
         else:
             lines.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
     return f"{source}: " + "; ".join(lines)
+
+
+def resolved_files(project: ProjectConfig) -> dict[str, dict[str, Any]]:
+    """What each stage's results depend on, resolved (defaults, profile, seeds), as the
+    files ``reprolab check --out data/config`` writes for DVC:
+
+    - ``<slug>.json``: the method's whole config (train, quantize, evaluate depend on it);
+    - ``<slug>.prepare.json``: only the keys its prepare hook reads (prepare depends on it);
+    - ``asset.<name>.json``: an asset's config (its build stage depends on it).
+
+    A valid edit of params.yaml changes exactly the files of what it touches, so DVC
+    reruns only those stages; an invalid one stops ``dvc repro`` here, before any
+    stage's outputs are removed."""
+    out: dict[str, dict[str, Any]] = {}
+    common = {"profile": project.profile, "seeds": list(project.seeds)}
+    for slug, cfg in project.methods.items():
+        full = cfg.model_dump(mode="json")
+        keys = registry.get(slug).prepare_keys
+        out[f"{slug}.json"] = {**common, "method": full}
+        out[f"{slug}.prepare.json"] = {
+            **common,
+            "method": full if keys is None else {k: full[k] for k in keys},
+        }
+    for name, cfg in project.assets.items():
+        out[f"asset.{name}.json"] = {
+            "profile": project.profile,
+            "asset": cfg.model_dump(mode="json"),
+        }
+    return out

@@ -1,4 +1,4 @@
-"""The method contract: what a folder under ``reprolab/methods/`` must provide.
+"""The method contract (v2): what a folder under ``reprolab/methods/`` must provide.
 
 A method package's ``__init__.py`` exposes ``SPEC``, a :class:`MethodSpec`. It must be
 cheap to import (no torch, no data): the registry imports it to validate params and
@@ -8,17 +8,59 @@ only by the stages, and implements the functions of :class:`MethodHooks`.
 The pipeline works on *units*: one unit is one (task, variant, seed) triple, e.g. one
 class pair trained with one loss under one seed. Units make resuming, progress output
 and per-run tracking the same for every method, whether its "training" is SGD on a
-network or an LP solve.
+network or an LP solve. Four words of the contract say what the first version could
+only say with workarounds inside a method:
+
+- **asset**: an expensive object several variants or methods read (an image corpus, a
+  pretrained model converted to a local folder). Declared once under
+  ``reprolab/assets/<name>.py``, built by its own DVC stage ``assets@<name>`` into
+  ``data/assets/<name>/``, listed by the methods that read it (``MethodSpec.assets``);
+  the ``prepare`` hook receives its verified folder. A stage never rebuilds an asset.
+- **evaluation-only variant**: ``Variant(..., reuses="victim")`` evaluates the trained
+  object of another variant (an attack on a victim, a decoder on one model, a fusion).
+  Training runs once, for the reused variant; evaluation runs every variant.
+- **seed-free unit**: ``Unit(task, variant, seed=None)`` for a deterministic task (an
+  exhaustive search, a closed-form accountant). It runs once, and claim checks know it
+  has no seed replicates: they compare its one value exactly, with no interval made up
+  from copies of one number.
+- **unit parameters**: ``Unit(..., params={"beta": 0.5})``. They are columns of the
+  metrics table, MLflow params of the unit's run, and what claim checks and plots group
+  by; nothing is parsed out of task names.
+
+Worked example (ttba: one victim CNN per (task, seed), attacked by three attacks)::
+
+    variants=(
+        Variant("victim", "the CNN under attack (trained once per task and seed)"),
+        Variant("ttba", "TtBA attack", is_method=True, reuses="victim"),
+        Variant("hsja", "HopSkipJump (ART)", reuses="victim"),
+    )
+    # hooks.units() yields Unit(task, "victim", s) and Unit(task, "ttba", s), ...;
+    # train@ttba trains only the victim units; evaluate@ttba restores the victim of
+    # (task, s) and calls evaluate_unit(victim_model, Unit(task, "ttba", s), ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+ParamValue = int | float | str | bool
+#: precisions a method may evaluate at without the quantize stage (the model cast)
+CAST_PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def _fractions(v: list[float]) -> list[float]:
+    if any(x <= 0 for x in v) or abs(sum(v) - 1.0) > 1e-6:
+        raise ValueError("must be three positive fractions (train, val/cal, test) summing to 1")
+    return v
+
+
+#: a train / validation (or calibration) / test split, fixed at prepare
+Split = Annotated[list[float], Field(min_length=3, max_length=3), AfterValidator(_fractions)]
 
 
 class MethodConfig(BaseModel):
@@ -31,28 +73,79 @@ class MethodConfig(BaseModel):
     #: ``reprolab.core.schemes``); ``None`` keeps the method's default
     #: (``MethodSpec.quantization.schemes``), ``[]`` turns quantization off
     quantization: list[str] | None = None
+    #: the variants to run (names of ``MethodSpec.variants``); ``None``: all of them.
+    #: Checked against the spec when params.yaml is validated: unknown names, a missing
+    #: method variant, and an evaluation-only variant without the variant it reuses are
+    #: errors.
+    variants: list[str] | None = None
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Unit:
-    """One independent piece of training work."""
+    """One independent piece of work: a (task, variant, seed) triple plus the unit's
+    parameters. ``seed`` is ``None`` for a seed-free (deterministic) unit."""
 
     task: str
     variant: str
-    seed: int
+    seed: int | None
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    def __post_init__(self) -> None:
+        # accept a dict; store sorted pairs so the unit stays hashable and comparable
+        items = self.params.items() if isinstance(self.params, dict) else self.params
+        object.__setattr__(self, "params", tuple(sorted((str(k), v) for k, v in items)))
 
     @property
     def id(self) -> str:
+        if self.seed is None:
+            return f"{self.task}__{self.variant}"
         return f"{self.task}__{self.variant}__s{self.seed}"
+
+    @property
+    def seed_free(self) -> bool:
+        return self.seed is None
+
+    @property
+    def param(self) -> dict[str, ParamValue]:
+        return dict(self.params)
+
+    def with_variant(self, variant: str) -> Unit:
+        return Unit(self.task, variant, self.seed, self.params)
+
+    def sort_key(self) -> tuple:
+        return (self.task, self.variant, -1 if self.seed is None else self.seed, self.params)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "variant": self.variant,
+            "seed": self.seed,
+            "params": dict(self.params),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Unit:
+        return cls(d["task"], d["variant"], d["seed"], d.get("params") or {})
 
 
 @dataclass(frozen=True)
 class Variant:
-    """The method itself or a baseline its paper compares against."""
+    """The method itself or a baseline its paper compares against.
+
+    ``reuses`` makes it evaluation-only: it evaluates the trained object of the named
+    variant (training runs once, for that one). ``metrics`` lists the headline metrics
+    it emits when they are not all of ``MethodSpec.metrics`` (an attack diagnostic that
+    only the method has, a decoding metric only a decoder has)."""
 
     name: str
     description: str
     is_method: bool = False
+    reuses: str | None = None
+    metrics: tuple[str, ...] | None = None
+
+    @property
+    def evaluation_only(self) -> bool:
+        return self.reuses is not None
 
 
 @dataclass(frozen=True)
@@ -80,6 +173,47 @@ class TrainedUnit:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
+class TrainedUnits(Mapping):
+    """What a method's ``plots`` hook gets: a mapping trained unit -> training history,
+    and ``model(unit)`` to restore a unit's trained object (for an evaluation-only unit,
+    the object of the variant it reuses)."""
+
+    def __init__(self, histories: Mapping[Unit, list[dict]], load: Callable[[Unit], Any]):
+        self._histories = histories
+        self._load = load
+
+    def model(self, unit: Unit) -> Any:
+        return self._load(unit)
+
+    def __getitem__(self, unit: Unit) -> list[dict]:
+        return self._histories[unit]
+
+    def __iter__(self) -> Iterator[Unit]:
+        return iter(self._histories)
+
+    def __len__(self) -> int:
+        return len(self._histories)
+
+
+@dataclass(frozen=True)
+class AssetSpec:
+    """A shared, expensive object built once by the DVC stage ``assets@<name>`` into
+    ``data/assets/<name>/`` and read by every method that lists it.
+
+    ``build`` names ``module:function`` with the signature ``(cfg, out_dir: Path,
+    raw_dir: Path) -> dict`` (metadata); it writes files into ``out_dir`` (the core checksums them and
+    writes the manifest, atomically). ``config_model`` and ``profile_defaults`` work as
+    for methods, under ``assets.<name>.<profile>`` in params.yaml."""
+
+    name: str
+    title: str
+    config_model: type[MethodConfig]
+    profile_defaults: dict[str, dict[str, Any]]
+    build: str
+    #: what to install when a source is missing (shown before any compute)
+    requires: str = ""
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     slug: str
@@ -98,9 +232,48 @@ class MethodSpec:
     readme: Path | None = None
     #: the smallest config that still runs every code path (used by the contract test)
     test_overrides: dict[str, Any] = field(default_factory=dict)
+    #: shared assets the method reads (names under ``reprolab/assets/``)
+    assets: tuple[str, ...] = ()
+    #: the config keys the ``prepare`` hook reads (``None``: all of them). Prepared data
+    #: depends on these alone, so changing ``epochs`` does not rebuild datasets; the
+    #: contract test checks that ``prepare`` reads no other key.
+    prepare_keys: tuple[str, ...] | None = None
+    #: precisions evaluated without the quantize stage: ("fp32",) for an LP or a noise
+    #: distribution; ("fp32", "bf16") for a language model (the model is cast)
+    precisions: tuple[str, ...] = ("fp32",)
 
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise KeyError(f"{self.slug}: no variant {name!r}; variants: {self.variant_names()}")
+
+    def trained_variant(self, name: str) -> str:
+        """The variant whose trained object ``name`` evaluates (itself unless it is
+        evaluation-only; chains of reuse are followed)."""
+        seen = [name]
+        while (reused := self.variant(seen[-1]).reuses) is not None:
+            if reused in seen:
+                raise ValueError(f"{self.slug}: circular reuse {' -> '.join([*seen, reused])}")
+            seen.append(reused)
+        return seen[-1]
+
+    def trains(self, unit: Unit) -> bool:
+        return not self.variant(unit.variant).evaluation_only
+
+    def source_unit(self, unit: Unit) -> Unit:
+        """The trained unit an (evaluation-only) unit evaluates."""
+        return unit.with_variant(self.trained_variant(unit.variant))
+
+    def variant_metrics(self, name: str) -> tuple[str, ...]:
+        declared = self.variant(name).metrics
+        return self.metrics if declared is None else declared
+
+    def selected_variants(self, cfg: MethodConfig) -> list[str]:
+        return list(cfg.variants) if cfg.variants is not None else self.variant_names()
 
     def schemes(self, cfg: MethodConfig) -> tuple[str, ...]:
         """The quantization schemes of a run: params.yaml's choice, else the default."""
@@ -114,8 +287,11 @@ class MethodSpec:
 class MethodHooks(Protocol):
     """Functions of a method's hooks module (see ``methods/ensloss/method.py``)."""
 
-    def prepare(self, cfg: Any, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
-        """Return ({dataset name: {array name: ndarray}}, metadata); the core writes them."""
+    def prepare(
+        self, cfg: Any, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+    ) -> tuple[dict, dict]:
+        """Return ({dataset name: {array name: ndarray}}, metadata); the core writes them.
+        ``assets`` maps each asset of ``MethodSpec.assets`` to its verified folder."""
 
     def units(self, cfg: Any, seeds: Sequence[int], datasets: Sequence[str]) -> list[Unit]: ...
 
@@ -131,7 +307,12 @@ class MethodHooks(Protocol):
     def restore(self, unit: Unit, cfg: Any, data: dict, state: dict) -> Any:
         """Rebuild the trained object (e.g. an nn.Module in eval mode) from its state."""
 
-    def evaluate_unit(self, model: Any, unit: Unit, cfg: Any, data: dict) -> dict[str, float]: ...
+    def evaluate_unit(
+        self, model: Any, unit: Unit, cfg: Any, data: dict, history: list[dict]
+    ) -> dict[str, float]:
+        """Metrics of one unit. ``model`` is the restored trained object (for an
+        evaluation-only unit: the one of the variant it reuses, at the precision being
+        evaluated); ``history`` is that object's training history."""
 
     def example_input(self, unit: Unit, cfg: Any, data: dict) -> Any:
         """A batch for latency measurement (only when quantization applies): a tensor, or
@@ -143,5 +324,6 @@ class MethodHooks(Protocol):
         training data or, data-free, from the full-precision ``model`` itself. Without
         it the quantizer calibrates on ``[example_input(...)]``."""
 
-    def plots(self, table: Any, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
-        """Optional: figures from the long metrics table and each unit's training history."""
+    def plots(self, table: Any, out_dir: Path, trained: Any) -> list[Path]:
+        """Optional: figures from the long metrics table and the trained units.
+        ``trained`` is a :class:`TrainedUnits`: unit -> history, and ``model(unit)``."""

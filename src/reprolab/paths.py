@@ -56,5 +56,10 @@ class MethodPaths:
         return self.root / "data" / ".partial" / stage / self.slug
 
 
+def asset_dir(root: Path, name: str) -> Path:
+    """Where the shared asset ``name`` is built (by the DVC stage ``assets@<name>``)."""
+    return root / "data" / "assets" / name
+
+
 def reports_dir(root: Path) -> Path:
     return root / "data" / "reports"

@@ -12,9 +12,10 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from reprolab.contract import MethodSpec
+from reprolab.contract import AssetSpec, MethodSpec
 
 _METHODS_DIR = Path(__file__).parent / "methods"
+_ASSETS_DIR = Path(__file__).parent / "assets"
 
 
 class UnknownMethodError(KeyError):
@@ -47,6 +48,56 @@ def get(slug: str) -> MethodSpec:
         raise TypeError(f"reprolab.methods.{slug} must define SPEC = MethodSpec(...)")
     if spec.slug != slug:
         raise ValueError(f"method folder {slug!r} declares slug {spec.slug!r}; they must match")
+    _check_spec(spec)
+    return spec
+
+
+def _check_spec(spec: MethodSpec) -> None:
+    """Mistakes in a spec that would only show mid-pipeline are named at import."""
+    names = spec.variant_names()
+    if len(names) != len(set(names)):
+        raise ValueError(f"{spec.slug}: variant names repeat: {names}")
+    for v in spec.variants:
+        if v.reuses is not None and v.reuses not in names:
+            raise ValueError(
+                f"{spec.slug}: variant {v.name!r} reuses unknown variant {v.reuses!r}; "
+                f"variants: {', '.join(names)}"
+            )
+        spec.trained_variant(v.name)  # raises on a circular reuse
+        if v.metrics is not None and not set(v.metrics) <= set(spec.metrics):
+            extra = sorted(set(v.metrics) - set(spec.metrics))
+            raise ValueError(f"{spec.slug}: variant {v.name!r} declares unknown metrics {extra}")
+    if not any(not v.evaluation_only for v in spec.variants):
+        raise ValueError(f"{spec.slug}: every variant is evaluation-only; nothing is trained")
+    for name in spec.assets:
+        check_asset(name)
+
+
+def asset_names() -> list[str]:
+    """Registered shared assets (modules under ``reprolab/assets/``), sorted."""
+    if not _ASSETS_DIR.is_dir():
+        return []
+    return sorted(
+        p.stem for p in _ASSETS_DIR.glob("*.py") if p.is_file() and not p.stem.startswith("_")
+    )
+
+
+def check_asset(name: str) -> str:
+    valid = asset_names()
+    if name not in valid:
+        raise UnknownMethodError(f"unknown asset {name!r}; registered assets: {', '.join(valid)}")
+    return name
+
+
+@cache
+def asset(name: str) -> AssetSpec:
+    check_asset(name)
+    module = importlib.import_module(f"reprolab.assets.{name}")
+    spec = getattr(module, "ASSET", None)
+    if not isinstance(spec, AssetSpec):
+        raise TypeError(f"reprolab.assets.{name} must define ASSET = AssetSpec(...)")
+    if spec.name != name:
+        raise ValueError(f"asset module {name!r} declares name {spec.name!r}; they must match")
     return spec
 
 

@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from reprolab import config, registry
-from reprolab.contract import MethodSpec, TrainedUnit
+from reprolab.contract import MethodSpec, TrainedUnit, TrainedUnits
 from reprolab.core import quant
 from tests.conftest import ROOT
 
@@ -66,6 +66,22 @@ def test_readme_states_claims_and_verdicts(spec: MethodSpec):
     assert "Verdicts" in text
 
 
+def build_assets(spec: MethodSpec, folder) -> dict:
+    """Build the assets a method reads (smoke defaults) the way assets@<name> does."""
+    import importlib
+
+    out = {}
+    for name in spec.assets:
+        asset = registry.asset(name)
+        cfg = config.asset_config(name, "smoke", {}, "defaults")
+        module, func = asset.build.split(":")
+        target = folder / name
+        target.mkdir(parents=True)
+        getattr(importlib.import_module(module), func)(cfg, target, folder / "raw")
+        out[name] = target
+    return out
+
+
 def test_params_section_and_profiles_validate(spec: MethodSpec):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert spec.slug in params["methods"], "add a section to params.yaml"
@@ -77,51 +93,54 @@ def test_params_section_and_profiles_validate(spec: MethodSpec):
 def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
     """Every unit of the tiny config: train, restore, evaluate (and quantize), then the
     method's plots from the resulting table and histories."""
-    import pandas as pd
+    from reprolab.stages.evaluate import metrics_table
 
     hooks = registry.hooks(spec.slug)
     for name in REQUIRED_HOOKS:
         assert callable(getattr(hooks, name, None)), f"{spec.hooks} lacks {name}()"
     cfg = config.method_config(spec.slug, "smoke", spec.test_overrides, "test_overrides")
     seeds = (0, 1)
-    datasets, meta = hooks.prepare(cfg, seeds, tmp_path / "raw")
+    datasets, meta = hooks.prepare(cfg, seeds, tmp_path / "raw", build_assets(spec, tmp_path))
     assert datasets and isinstance(meta, dict)
     units = hooks.units(cfg, seeds, sorted(datasets))
     assert {u.variant for u in units} <= set(spec.variant_names())
-    assert {u.seed for u in units} <= set(seeds)
-    rows, histories = [], {}
-    for unit in units:
+    assert {u.seed for u in units} <= {*seeds, None}
+    assert len({u.id for u in units}) == len(units), "unit ids are unique"
+    trained_units = [u for u in units if spec.trains(u)]
+    assert trained_units, "at least one unit is trained"
+    for unit in units:  # every evaluation-only unit has its trained object in the run
+        assert spec.source_unit(unit) in trained_units, unit.id
+    rows, histories, restored = [], {}, {}
+    for unit in trained_units:
         data = datasets[unit.task]
         trained = hooks.train_unit(unit, cfg, data, tmp_path / "resume" / unit.id, lambda m: None)
         assert isinstance(trained, TrainedUnit) and trained.state
         torch.save(trained.state, tmp_path / "state.pt")  # must reload with weights_only
         state = torch.load(tmp_path / "state.pt", weights_only=True)
-        model = hooks.restore(unit, cfg, data, state)
-        metrics = hooks.evaluate_unit(model, unit, cfg, data)
-        assert set(spec.metrics) <= set(metrics)
-        assert all(math.isfinite(v) for v in metrics.values())
-        rows += [
-            (unit.task, unit.variant, unit.seed, "fp32", k, float(v)) for k, v in metrics.items()
-        ]
+        restored[unit] = hooks.restore(unit, cfg, data, state)
         histories[unit] = trained.history
+    for unit in units:
+        source = spec.source_unit(unit)
+        data, model = datasets[unit.task], restored[source]
+        metrics = hooks.evaluate_unit(model, unit, cfg, data, histories[source])
+        assert set(spec.variant_metrics(unit.variant)) <= set(metrics)
+        assert all(math.isfinite(v) for v in metrics.values())
+        rows += [(unit, "fp32", k, float(v)) for k, v in metrics.items()]
         if spec.quantization.applies:
-            example = hooks.example_input(unit, cfg, data)
+            example = hooks.example_input(source, cfg, data)
             calib = (
-                hooks.calibration_inputs(unit, cfg, data, model)
+                hooks.calibration_inputs(source, cfg, data, model)
                 if hasattr(hooks, "calibration_inputs")
                 else [example]
             )
             for scheme in spec.schemes(cfg):
                 qmodel = quant.quantize(model, scheme, calibration=calib)
-                qmetrics = hooks.evaluate_unit(qmodel, unit, cfg, data)
+                qmetrics = hooks.evaluate_unit(qmodel, unit, cfg, data, histories[source])
                 assert set(qmetrics) == set(metrics)
-                rows += [
-                    (unit.task, unit.variant, unit.seed, scheme, k, float(v))
-                    for k, v in qmetrics.items()
-                ]
+                rows += [(unit, scheme, k, float(v)) for k, v in qmetrics.items()]
                 with torch.inference_mode():
                     quant.call_model(qmodel, example)
-    table = pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
+    table = metrics_table(rows)
     for claim in spec.claims:
         for precision in claim.precisions_to_evaluate(["fp32", *spec.schemes(cfg)]):
             result = claim.evaluate(table, precision, "smoke")
@@ -129,5 +148,6 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
     if hasattr(hooks, "plots"):
         out = tmp_path / "plots"
         out.mkdir()
-        figures = hooks.plots(table, out, histories)
+        trained = TrainedUnits(histories, lambda u: restored[spec.source_unit(u)])
+        figures = hooks.plots(table, out, trained)
         assert figures and all(p.is_file() and p.stat().st_size > 0 for p in figures)

@@ -14,9 +14,43 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from reprolab.core.stats import classify, t_interval
+from reprolab.core.stats import classify, interval, t_interval
 
 VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
+#: the columns of the long metrics table that are not unit parameters
+BASE_COLUMNS = ("task", "variant", "seed", "precision", "metric", "value")
+NO_SEED = -1  # stands for a seed-free unit's missing seed while pivoting
+
+
+def param_columns(table: pd.DataFrame) -> list[str]:
+    """The unit-parameter columns of a metrics table (beta, k, homophily, ...)."""
+    return [c for c in table.columns if c not in BASE_COLUMNS]
+
+
+def is_seed_free(rows: pd.DataFrame) -> bool:
+    """Whether every row comes from a seed-free (deterministic) unit."""
+    return bool(len(rows)) and bool(rows.seed.isna().all())
+
+
+def wide(table: pd.DataFrame, metric: str, columns: str = "variant") -> pd.DataFrame:
+    """``metric`` pivoted to one row per unit key (task, seed and the unit parameters)
+    and one column per ``columns`` value. Seed-free rows keep their place (their seed
+    is missing, not dropped)."""
+    rows = table[table.metric == metric].copy()
+    rows["seed"] = rows.seed.fillna(NO_SEED)
+    keys = ["task", "seed", *param_columns(rows)]
+    for key in keys:  # pivot drops missing keys; a parameter a unit lacks is ""
+        if rows[key].isna().any():
+            rows[key] = rows[key].astype(object).where(rows[key].notna(), "")
+    clash = rows.duplicated([*keys, columns], keep=False)
+    if clash.any():
+        first = rows[clash].iloc[0]
+        raise ValueError(
+            f"several {metric!r} values for one unit key ({', '.join(keys)} = "
+            f"{[first[k] for k in keys]}, {columns} = {first[columns]!r}): units that differ "
+            "only in a parameter must carry it in Unit.params"
+        )
+    return rows.pivot_table(index=keys, columns=columns, values="value", aggfunc="first")
 
 
 class Check(Protocol):
@@ -52,17 +86,20 @@ class Threshold:
         return (self.variant,)
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        values = table[(table.metric == metric) & (table.variant == self.variant)].value
-        if values.empty:
+        rows = table[(table.metric == metric) & (table.variant == self.variant)]
+        if rows.empty:
             raise ValueError(f"no {metric!r} values for {self.variant}")
-        iv = t_interval(values.to_numpy(), self.confidence)
+        seed_free = is_seed_free(rows)
+        iv = interval(rows.value.to_numpy(), seed_free, self.confidence)
         op = ">" if self.higher_is_better else "<"
+        how = "seed-free, exact" if seed_free and iv.n == 1 else f"n={iv.n}"
         return _side(iv.low, iv.high, self.bound, self.higher_is_better), {
             "value": iv.mean,
             "ci_low": iv.low,
             "ci_high": iv.high,
             "n": iv.n,
-            "summary": f"{self.variant} mean {iv.mean:.4g} (claim: {op} {self.bound:g}, n={iv.n})",
+            "seed_free": seed_free,
+            "summary": f"{self.variant} mean {iv.mean:.4g} (claim: {op} {self.bound:g}, {how})",
         }
 
 
@@ -82,20 +119,21 @@ class PairedDifference:
         return (self.method, self.baseline)
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        wide = table[table.metric == metric].pivot_table(
-            index=["task", "seed"], columns="variant", values="value"
-        )
-        diffs = (wide[self.method] - wide[self.baseline]).dropna().to_numpy()
+        pivot = wide(table, metric)
+        diffs = (pivot[self.method] - pivot[self.baseline]).dropna().to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.method} and {self.baseline}")
-        iv = t_interval(diffs, self.confidence)
+        seed_free = is_seed_free(table[table.variant.isin(self.variants())])
+        iv = interval(diffs, seed_free, self.confidence)
         bound = -self.margin if self.higher_is_better else self.margin
+        what = "one seed-free pair (exact)" if seed_free and iv.n == 1 else f"{iv.n} pairs"
         return _side(iv.low, iv.high, bound, self.higher_is_better), {
             "value": iv.mean,
             "ci_low": iv.low,
             "ci_high": iv.high,
             "n": iv.n,
-            "summary": f"{self.method} - {self.baseline} = {iv.mean:.4g} over {iv.n} pairs",
+            "seed_free": seed_free,
+            "summary": f"{self.method} - {self.baseline} = {iv.mean:.4g} over {what}",
         }
 
 
@@ -121,23 +159,21 @@ class PairedMajority:
     confidence: float = 0.95
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        wide = table[table.metric == metric].pivot_table(
-            index=["task", "seed"], columns="variant", values="value"
-        )
+        pivot = wide(table, metric)
         sign = 1.0 if self.higher_is_better else -1.0
         per_task = []
-        for task, rows in wide.groupby(level="task"):
+        for task, rows in pivot.groupby(level="task"):
             opponent = self._opponent(table, task)
             diffs = sign * (rows[self.method] - rows[opponent]).dropna()
             if diffs.empty:
                 continue
-            interval = t_interval(diffs.to_numpy(), self.confidence)
+            task_iv = t_interval(diffs.to_numpy(), self.confidence)
             per_task.append(
                 {
                     "task": task,
                     "baseline": opponent,
-                    **interval.as_dict(),
-                    "outcome": classify(interval, self.margin),
+                    **task_iv.as_dict(),
+                    "outcome": classify(task_iv, self.margin),
                 }
             )
         if not per_task:
@@ -156,7 +192,7 @@ class PairedMajority:
             "ci_low": overall.low,
             "ci_high": overall.high,
             "n_tasks": n,
-            "n_seeds": int(wide.index.get_level_values("seed").nunique()),
+            "n_seeds": int(pivot.index.get_level_values("seed").nunique()),
             **counts,
             "summary": f"{counts['better']} better / {counts['tie']} tie / {counts['worse']} worse",
             "per_task": per_task,
@@ -208,12 +244,12 @@ class PrecisionGap:
         rows = table[(table.metric == metric) & (table.variant == self.variant)]
         if self.tasks:
             rows = rows[rows.task.isin(self.tasks)]
-        wide = rows.pivot_table(index=["task", "seed"], columns="precision", values="value")
-        missing = [p for p in self.precisions() if p not in wide.columns]
+        pivot = wide(rows, metric, columns="precision")
+        missing = [p for p in self.precisions() if p not in pivot.columns]
         if missing:
             raise ValueError(f"no {metric!r} values at precision(s) {', '.join(missing)}")
-        near = (wide[self.closer] - wide[self.reference]).abs()
-        far = (wide[self.farther] - wide[self.reference]).abs()
+        near = (pivot[self.closer] - pivot[self.reference]).abs()
+        far = (pivot[self.farther] - pivot[self.reference]).abs()
         diffs = (near - far).dropna().to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.closer} and {self.farther}")

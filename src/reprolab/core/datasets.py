@@ -109,3 +109,18 @@ def stratified_split(
         parts[1].append(idx[n_train : n_train + n_val])
         parts[2].append(idx[n_train + n_val :])
     return tuple(rng.permutation(np.concatenate(p)) for p in parts)  # type: ignore[return-value]
+
+
+def image_asset(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of one image dataset from the verified ``images`` asset folder."""
+    path = folder / f"{name}.npz"
+    if not path.is_file():
+        built = sorted(p.stem for p in folder.glob("*.npz"))
+        raise MissingSourceError(
+            f"the images asset has no {name!r} (built: {', '.join(built) or 'none'}). Add "
+            f"{name} to assets.images.<profile>.datasets in params.yaml, then `dvc repro`."
+        )
+    from reprolab.core.io import load_arrays
+
+    arrays = load_arrays(path)
+    return arrays["x"], arrays["y"]

@@ -106,10 +106,18 @@ def atomic_dir(path: Path) -> Iterator[Path]:
 
 
 def save_arrays(folder: Path, name: str, arrays: dict[str, np.ndarray]) -> Path:
-    """Write ``name.npz`` into ``folder`` (atomically) and return its path."""
+    """Write ``name.npz`` into ``folder`` (atomically) and return its path.
+
+    Byte-identical for identical arrays: ``np.savez`` stamps every member with the
+    current time, which would give DVC a new hash for the same data on every run."""
+    import zipfile
+
     path = folder / f"{name}.npz"
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as zf:
+        for key, value in arrays.items():
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(value), allow_pickle=False)
     return path
 
 

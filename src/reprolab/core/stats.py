@@ -39,6 +39,23 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     return Interval(mean, mean - half, mean + half, int(x.size), confidence)
 
 
+def exact(value: float) -> Interval:
+    """The 'interval' of a deterministic quantity (a seed-free unit): the value itself.
+    It is not an estimate, so a verdict compares the value with the bound directly."""
+    return Interval(float(value), float(value), float(value), 1, 1.0)
+
+
+def interval(values: Sequence[float], seed_free: bool, confidence: float = 0.95) -> Interval:
+    """A t-interval over replicates, or, for one seed-free value, the value itself.
+
+    Seed-free values are never copied to fake replicates: with several of them (one per
+    task) the interval is over tasks, which is what they are."""
+    x = np.asarray(values, dtype=float)
+    if seed_free and x.size == 1:
+        return exact(float(x[0]))
+    return t_interval(x, confidence)
+
+
 def classify(interval: Interval, margin: float = 0.0) -> str:
     """'better' / 'worse' when the interval clears +-margin, else 'tie'."""
     if interval.low > margin:

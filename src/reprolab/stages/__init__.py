@@ -8,16 +8,21 @@ from pathlib import Path
 
 from reprolab.paths import STAGES
 
-ALL_STAGES = (*STAGES, "report")
+ALL_STAGES = ("assets", *STAGES, "report")
 
 
 def run_stage(stage: str, slug: str | None, root: Path) -> dict:
-    """Run one stage for one method (``slug`` is None for the report)."""
+    """Run one stage for one method (``slug`` is None for the report; for ``assets`` it
+    is the asset's name)."""
     if stage not in ALL_STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(ALL_STAGES)}")
     module = importlib.import_module(f"reprolab.stages.{stage}")
     if stage == "report":
         return module.run(root)
+    if stage == "assets":
+        if slug is None:
+            raise ValueError("stage 'assets' needs an asset name")
+        return module.run(slug, root)
     if slug is None:
         raise ValueError(f"stage {stage!r} needs a method slug")
     return module.run(slug, root)

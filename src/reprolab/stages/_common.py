@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from reprolab import config, registry
-from reprolab.contract import MethodConfig, MethodSpec, Unit
+from reprolab.contract import MethodConfig, MethodSpec, TrainedUnits, Unit
 from reprolab.core import io
 from reprolab.core.tracking import Tracker, load_env, open_tracker, preflight
 from reprolab.paths import MethodPaths
@@ -43,6 +43,27 @@ class StageContext:
             "seeds": list(self.seeds),
             "method": self.cfg.model_dump(mode="json"),
         }
+
+    def assets(self) -> dict[str, Path]:
+        """The verified folder of every asset the method reads (a missing or corrupt
+        one is named, with the command that rebuilds it, before any compute)."""
+        from reprolab.stages.assets import verified
+
+        return {name: verified(self.root, name) for name in self.spec.assets}
+
+    def units(self, hooks: ModuleType, tasks: list[str]) -> list[Unit]:
+        """Every unit of the run (trained and evaluation-only), checked against the spec."""
+        units = hooks.units(self.cfg, self.seeds, tasks)
+        names = set(self.spec.variant_names())
+        for unit in units:
+            if unit.variant not in names:
+                raise ValueError(
+                    f"{self.slug}: unit {unit.id} has unknown variant {unit.variant!r}"
+                )
+        ids = [u.id for u in units]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"{self.slug}: units() returned the same unit id twice")
+        return units
 
     def tracker(self, inputs: list[Path]) -> Tracker:
         tracker = open_tracker(self.root, self.slug, self.stage, self.profile)
@@ -103,16 +124,64 @@ def read_units(folder: Path, stage: str, slug: str) -> list[Unit]:
             f"{folder / 'units.json'} is missing: {stage}@{slug} has not finished. "
             + regenerate_hint(stage, slug)
         )
-    return [Unit(**u) for u in listing["units"]]
+    return [Unit.from_json(u) for u in listing["units"]]
 
 
-def code_digest(*folders: Path) -> str:
-    """Hash of the Python sources a stage's results depend on (for resume safety)."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        files = [folder] if folder.is_file() else sorted(folder.rglob("*.py"))
-        for path in files:
-            rel = path.name if folder.is_file() else path.relative_to(folder).as_posix()
-            digest.update(rel.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+def unit_params(unit: Unit) -> dict[str, Any]:
+    """MLflow params of a unit's run: its key and its parameters."""
+    return {
+        "task": unit.task,
+        "variant": unit.variant,
+        "seed": "none" if unit.seed is None else unit.seed,
+        **{f"unit.{k}": v for k, v in unit.params},
+    }
+
+
+def unit_tags(unit: Unit) -> dict[str, str]:
+    return {
+        "reprolab.unit": unit.id,
+        "reprolab.seed": "none (seed-free)" if unit.seed is None else str(unit.seed),
+    }
+
+
+class Trained(TrainedUnits):
+    """The trained units of a method, read from its checkpoints: unit -> training
+    history, ``model(unit)`` restores a unit's trained object, ``checkpoint(unit)`` is
+    the saved state and history (each file read once)."""
+
+    def __init__(self, ctx: StageContext, hooks: ModuleType, data: PreparedData, units: list[Unit]):
+        self._ctx, self._hooks, self._data = ctx, hooks, data
+        self._ckpt: dict[Unit, dict] = {}
+        super().__init__(_LazyHistories(self, units), self._restore)
+
+    def checkpoint(self, unit: Unit) -> dict:
+        import torch
+
+        if unit not in self._ckpt:
+            path = self._ctx.paths.checkpoints / f"{unit.id}.pt"
+            if not path.is_file():
+                raise io.CorruptDataError(
+                    f"{path} is missing. {regenerate_hint('train', self._ctx.slug)}"
+                )
+            self._ckpt[unit] = torch.load(path, weights_only=True)
+        return self._ckpt[unit]
+
+    def _restore(self, unit: Unit) -> Any:
+        source = self._ctx.spec.source_unit(unit)
+        return self._hooks.restore(
+            source, self._ctx.cfg, self._data[source.task], self.checkpoint(source)["state"]
+        )
+
+
+class _LazyHistories(Mapping):
+    def __init__(self, trained: Trained, units: list[Unit]):
+        self._trained, self._units = trained, list(units)
+
+    def __getitem__(self, unit: Unit) -> list[dict]:
+        return self._trained.checkpoint(self._trained._ctx.spec.source_unit(unit))["history"]
+
+    def __iter__(self) -> Iterator[Unit]:
+        return iter(self._units)
+
+    def __len__(self) -> int:
+        return len(self._units)

@@ -15,31 +15,44 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 
+from reprolab.contract import Unit
 from reprolab.core import io
+from reprolab.core.claims import BASE_COLUMNS, param_columns
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
-from reprolab.stages._common import PreparedData, context, read_units
+from reprolab.stages._common import (
+    PreparedData,
+    Trained,
+    context,
+    read_units,
+    regenerate_hint,
+)
 
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "evaluate", root)
-    units = read_units(ctx.paths.checkpoints, "train", slug)
+    trained_units = read_units(ctx.paths.checkpoints, "train", slug)
     qinfo = io.read_json(ctx.paths.quantized / "quantized.json")
     schemes = qinfo.get("schemes", []) if qinfo.get("applies") else []
     data = PreparedData(ctx.paths)
     hooks = ctx.hooks()
+    units = ctx.units(hooks, data.tasks)  # trained and evaluation-only
+    missing = sorted({ctx.spec.source_unit(u).id for u in units} - {u.id for u in trained_units})
+    if missing:
+        raise io.CorruptDataError(
+            f"evaluate@{slug}: no trained object for {', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}. " + regenerate_hint("train", slug)
+        )
     set_threads()
     tracker = ctx.tracker(inputs=[ctx.paths.checkpoints, ctx.paths.quantized])
     ok = False
     started = time.perf_counter()
     try:
-        rows, efficiency, histories = _measure(ctx, hooks, data, units, schemes, qinfo)
-        table = pd.DataFrame(
-            rows, columns=["task", "variant", "seed", "precision", "metric", "value"]
-        )
-        precisions = ["fp32", *schemes]
+        trained = Trained(ctx, hooks, data, trained_units)
+        rows, efficiency = _measure(ctx, hooks, data, units, trained, schemes, qinfo)
+        table = metrics_table(rows)
+        precisions = [*ctx.spec.precisions, *schemes]
         claims = [
             claim.evaluate(table, precision, ctx.profile)
             for claim in ctx.spec.claims
@@ -57,7 +70,7 @@ def run(slug: str, root: Path) -> dict:
         io.write_json(out / "claims.json", claims)
         io.write_json(out / "metrics.json", summary)
         with io.atomic_dir(out / "plots") as tmp:
-            figures = hooks.plots(table, tmp, histories) if hasattr(hooks, "plots") else []
+            figures = hooks.plots(table, tmp, trained) if hasattr(hooks, "plots") else []
         log(f"evaluate@{slug}: {len(figures)} plots, {len(claims)} claim results")
 
         _track(tracker, summary, claims, out)
@@ -73,10 +86,34 @@ def run(slug: str, root: Path) -> dict:
         tracker.finish(ok)
 
 
-def _measure(ctx, hooks, data, units, schemes, qinfo):
+def metrics_table(rows: list[tuple[Unit, str, str, float]]) -> pd.DataFrame:
+    """The long table: task, variant, seed (missing for a seed-free unit), one column per
+    unit parameter, precision, metric, value."""
+    names = sorted({k for unit, *_ in rows for k, _ in unit.params})
+    records = [
+        {
+            "task": unit.task,
+            "variant": unit.variant,
+            "seed": unit.seed,
+            **dict(unit.params),
+            "precision": precision,
+            "metric": metric,
+            "value": value,
+        }
+        for unit, precision, metric, value in rows
+    ]
+    columns = ["task", "variant", "seed", *names, "precision", "metric", "value"]
+    table = pd.DataFrame.from_records(records, columns=columns)
+    table["seed"] = table["seed"].astype("Int64")
+    assert set(columns) - set(names) == set(BASE_COLUMNS)
+    return table
+
+
+def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
+    from reprolab.core import precision as casts
     from reprolab.core import quant
 
-    rows = []
+    rows: list[tuple[Unit, str, str, float]] = []
     sizes = qinfo.get("sizes", {})
     real_kernel = qinfo.get("real_kernel", {})
     efficiency: dict[str, dict] = {
@@ -89,33 +126,50 @@ def _measure(ctx, hooks, data, units, schemes, qinfo):
         for precision, entry in sizes.items()
     }
     latency_done: set[str] = set()
-    histories = {}
-    for i, unit in enumerate(units, 1):
+    # units sharing a trained object (evaluation-only variants of one victim, say) are
+    # evaluated back to back, so each object is restored and quantized once
+    order = sorted(units, key=lambda u: (ctx.spec.source_unit(u).sort_key(), u.sort_key()))
+    loaded: tuple[Unit, dict] | None = None
+    for i, unit in enumerate(order, 1):
+        source = ctx.spec.source_unit(unit)
         task_data = data[unit.task]
-        ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
-        state, histories[unit] = ckpt["state"], ckpt["history"]
-        model = hooks.restore(unit, ctx.cfg, task_data, state)
-        models = {"fp32": model}
-        for scheme in schemes:
-            qstate = quant.load_state(ctx.paths.quantized / f"{unit.id}.{scheme}.pt")
-            arch = hooks.restore(unit, ctx.cfg, task_data, state)
-            models[scheme] = quant.restore_quantized(arch, scheme, qstate)
+        if loaded is None or loaded[0] != source:
+            state = trained.checkpoint(source)["state"]
+            model = hooks.restore(source, ctx.cfg, task_data, state)
+            models = {"fp32": model}
+            for precision in ctx.spec.precisions:
+                if precision != "fp32":
+                    models[precision] = casts.cast(model, precision)
+            for scheme in schemes:
+                qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
+                arch = hooks.restore(source, ctx.cfg, task_data, state)
+                models[scheme] = quant.restore_quantized(arch, scheme, qstate)
+            loaded = (source, models)
+        models = loaded[1]
+        history = trained[source]
+        expected = set(ctx.spec.variant_metrics(unit.variant))
         for precision, m in models.items():
-            for metric, value in hooks.evaluate_unit(m, unit, ctx.cfg, task_data).items():
-                rows.append((unit.task, unit.variant, unit.seed, precision, metric, float(value)))
+            metrics = hooks.evaluate_unit(m, unit, ctx.cfg, task_data, history)
+            absent = sorted(expected - set(metrics))
+            if absent:
+                raise ValueError(
+                    f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
+                    f"declared headline metric(s) {absent}"
+                )
+            rows += [(unit, precision, k, float(v)) for k, v in metrics.items()]
         # Latency depends on the architecture, not on the task or seed: measure it once
-        # per variant, and only where a real low-bit kernel runs (fake quantization
-        # computes in fp32, so its latency says nothing about low-bit inference).
-        if schemes and unit.variant not in latency_done:
-            latency_done.add(unit.variant)
-            example = hooks.example_input(unit, ctx.cfg, task_data)
+        # per trained variant, and only where a real low-bit kernel runs (fake
+        # quantization computes in fp32, so its latency says nothing).
+        if schemes and source.variant not in latency_done:
+            latency_done.add(source.variant)
+            example = hooks.example_input(source, ctx.cfg, task_data)
             for precision, m in models.items():
-                if efficiency[precision]["real_kernel"]:
+                if precision in efficiency and efficiency[precision]["real_kernel"]:
                     efficiency[precision]["latency_ms"].append(
                         quant.latency_ms(m, example)["median"]
                     )
-        if i % 25 == 0 or i == len(units):
-            log(f"evaluate@{ctx.slug}: {i}/{len(units)} units")
+        if i % 25 == 0 or i == len(order):
+            log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
     for precision, entry in efficiency.items():
         lat = entry.pop("latency_ms")
         entry["latency_ms"] = float(pd.Series(lat).median()) if lat else None
@@ -130,7 +184,7 @@ def _measure(ctx, hooks, data, units, schemes, qinfo):
                 entry["full_precision"] = covered["full_precision"]
         if not entry["real_kernel"]:
             entry["latency_note"] = "fake quantization (fp32 compute): no speedup to measure"
-    return rows, efficiency, histories
+    return rows, efficiency
 
 
 def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> dict:
@@ -146,18 +200,18 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
         for v in ("reproduced", "not_reproduced", "inconclusive")
     }
     quality = {}
-    fp32 = table[table.precision == "fp32"].set_index(["task", "variant", "seed", "metric"]).value
+    keys = ["task", "variant", "seed", *param_columns(table), "metric"]
+    table = table.assign(seed=table.seed.fillna(-1))  # seed-free units align too
+    fp32 = table[table.precision == "fp32"].set_index(keys).value
     for precision in efficiency:
         if precision == "fp32":
             continue
-        q = (
-            table[table.precision == precision]
-            .set_index(["task", "variant", "seed", "metric"])
-            .value
-        )
+        q = table[table.precision == precision].set_index(keys).value
+        diff = q - fp32
         quality[precision] = {
-            metric: round(float((q - fp32).xs(metric, level="metric").mean()), 6)
+            metric: round(float(diff.xs(metric, level="metric").mean()), 6)
             for metric in ctx.spec.metrics
+            if metric in diff.index.get_level_values("metric")
         }
     return {
         "profile": ctx.profile,

@@ -12,6 +12,7 @@ from reprolab.stages._common import context
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "prepare", root)
+    assets = ctx.assets()  # verified before any compute; named with their rebuild command
     hooks = ctx.hooks()
     # An unreachable tracking store fails first; then the hook checks its sources (and
     # raises with install instructions) before building. Neither records an MLflow run:
@@ -20,7 +21,7 @@ def run(slug: str, root: Path) -> dict:
     tracker = open_tracker(root, slug, "prepare", ctx.profile)
     log(f"prepare@{slug}: building datasets ({ctx.profile} profile)")
     started = time.perf_counter()
-    datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw)
+    datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw, assets)
     build_seconds = time.perf_counter() - started
     tracker.start(ctx.params(), inputs=[])
     ok = False
@@ -28,7 +29,13 @@ def run(slug: str, root: Path) -> dict:
         with io.atomic_dir(ctx.paths.prepared) as tmp:
             for name, arrays in datasets.items():
                 io.save_arrays(tmp, name, arrays)
-            io.write_manifest(tmp, {**meta, "profile": ctx.profile, "tasks": sorted(datasets)})
+            # The assets' own manifests are hashed in, so every later stage of this
+            # method (which depends on the prepared folder) reruns when an asset changes.
+            used = {name: io.sha256(folder / io.MANIFEST) for name, folder in assets.items()}
+            io.write_manifest(
+                tmp,
+                {**meta, "profile": ctx.profile, "tasks": sorted(datasets), "assets": used},
+            )
         summary = {
             "tasks": len(datasets),
             **{f"n_{k}": v for k, v in meta.get("sizes", {}).items()},

@@ -20,14 +20,21 @@ import torch
 from reprolab.core import io
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
-from reprolab.stages._common import PreparedData, code_digest, context
+from reprolab.stages._common import (
+    PreparedData,
+    code_digest,
+    context,
+    unit_params,
+    unit_tags,
+)
 
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "train", root)
     data = PreparedData(ctx.paths)  # verifies checksums before any compute
     hooks = ctx.hooks()
-    units = hooks.units(ctx.cfg, ctx.seeds, data.tasks)
+    # evaluation-only units reuse another variant's trained object: nothing to train
+    units = [u for u in ctx.units(hooks, data.tasks) if ctx.spec.trains(u)]
     fingerprint = _fingerprint(ctx, data)
 
     set_threads()
@@ -54,9 +61,7 @@ def run(slug: str, root: Path) -> dict:
             t0 = time.perf_counter()
             resume = partial / "resume" / unit.id
             _check_resume(resume, f"train@{slug} [{i}/{len(units)}] {unit.id}")
-            unit_params = {"task": unit.task, "variant": unit.variant, "seed": unit.seed}
-            unit_tags = {"reprolab.unit": unit.id, "reprolab.seed": str(unit.seed)}
-            with tracker.unit_run(unit.id, unit_params, unit_tags) as run_id:
+            with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
                 result = hooks.train_unit(
                     unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
                 )
@@ -75,7 +80,7 @@ def run(slug: str, root: Path) -> dict:
                 shutil.copy2(done_dir / f"{unit.id}.pt", tmp / f"{unit.id}.pt")
             io.write_json(
                 tmp / "units.json",
-                {"units": [u.__dict__ for u in units], "fingerprint": fingerprint},
+                {"units": [u.as_json() for u in units], "fingerprint": fingerprint},
             )
         shutil.rmtree(partial, ignore_errors=True)
         wall = time.perf_counter() - started

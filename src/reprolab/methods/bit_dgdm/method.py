@@ -28,7 +28,9 @@ TYPES = {"qm9": (len(graphs.ATOMS), len(graphs.BOND_ORDERS)), "community": (1, 2
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(cfg: BitDGDMConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: BitDGDMConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     tasks, meta = {}, {}
     for name in cfg.datasets:
         if name == "qm9":
@@ -139,7 +141,9 @@ def _generator(unit: Unit, salt: int):
     return torch.Generator().manual_seed(1_000_003 * unit.seed + salt)
 
 
-def evaluate_unit(model, unit: Unit, cfg: BitDGDMConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model, unit: Unit, cfg: BitDGDMConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     from reprolab.core import quant
     from reprolab.methods.bit_dgdm import diffusion, metrics
 

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(cfg: ClippedSGDConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: ClippedSGDConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     """Per task: the data defining D(theta), theta_PS, PCSGD's mean-field limit for the
     task's clip, and the smallest clip that never binds on X."""
     from reprolab.methods.clipped_sgd import strategic
@@ -210,7 +212,9 @@ def restore(unit: Unit, cfg: ClippedSGDConfig, data: dict, state: dict) -> dict:
 # ---------------------------------------------------------------- evaluate
 
 
-def evaluate_unit(model: dict, unit: Unit, cfg: ClippedSGDConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model: dict, unit: Unit, cfg: ClippedSGDConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     ps = np.asarray(data["theta_ps"], dtype=float)
     limit = np.asarray(data["theta_limit"], dtype=float)
     return {

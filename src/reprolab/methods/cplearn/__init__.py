@@ -44,6 +44,7 @@ SPEC = MethodSpec(
         "intra_var",
     ),
     readme=Path(__file__).with_name("README.md"),
+    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 300,

@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(cfg: CPLearnConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
-    sources = {name: datasets.IMAGE_SOURCES[name](raw_dir) for name in cfg.datasets}
+def prepare(
+    cfg: CPLearnConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    sources = {name: datasets.image_asset(assets["images"], name) for name in cfg.datasets}
     tasks, sizes = {}, {}
     for name, (x, y) in sources.items():
         x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
@@ -112,7 +114,9 @@ def linear_probe(h_train, y_train, h_test, y_test, c: float, max_iter: int, seed
     return float(probe.score(h_test, y_test))
 
 
-def evaluate_unit(model, unit: Unit, cfg: CPLearnConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model, unit: Unit, cfg: CPLearnConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     import warnings
 
     from sklearn.cluster import KMeans

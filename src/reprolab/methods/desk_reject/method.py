@@ -40,7 +40,9 @@ def parse_task(task: str) -> tuple[str, int]:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(cfg: DeskRejectConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: DeskRejectConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     tasks: dict[str, dict[str, np.ndarray]] = {}
     sizes: dict[str, int] = {}
     families = (
@@ -154,7 +156,9 @@ def restore(unit: Unit, cfg: DeskRejectConfig, data: dict, state: dict) -> dict:
 _COUNTS = ("no_ideal", "avoidable_hit")
 
 
-def evaluate_unit(model: dict, unit: Unit, cfg: DeskRejectConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model: dict, unit: Unit, cfg: DeskRejectConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     keep = np.asarray(model["keep"]).astype(np.int64)
     tiny = unit.task.startswith(TINY)
     instances = _tiny_instances(data) if tiny else [_instance(data, unit.seed)]

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def prepare(cfg: DPNoiseConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: DPNoiseConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     """No data: one 'dataset' per (sigma/s, k) task holding its parameters."""
     tasks = {
         name: {
@@ -175,7 +177,9 @@ def _low_precision(p: np.ndarray, fam, k: int, delta: float, h: float) -> dict[s
     }
 
 
-def evaluate_unit(model: Mechanism, unit: Unit, cfg: DPNoiseConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model: Mechanism, unit: Unit, cfg: DPNoiseConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     from reprolab.methods.dp_noise import accounting as acc
 
     h, k, delta, sigma = cfg.loss_grid, model.k, model.delta, model.sigma

@@ -28,6 +28,7 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("test_acc", "val_acc", "train_acc"),
     readme=Path(__file__).with_name("README.md"),
+    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "n_pairs": 1,

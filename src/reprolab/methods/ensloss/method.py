@@ -55,11 +55,15 @@ def _binary_task(x, y01, cfg: EnsLossConfig, seed: int, scale: str) -> dict[str,
     return out
 
 
-def prepare(cfg: EnsLossConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: EnsLossConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     sources = {}
     for name in cfg.datasets:  # load (or fail with install instructions) before building
-        loader = datasets.IMAGE_SOURCES.get(name) or datasets.TABULAR_SOURCES[name]
-        sources[name] = loader(raw_dir)
+        if name in datasets.TABULAR_SOURCES:
+            sources[name] = datasets.TABULAR_SOURCES[name](raw_dir)
+        else:
+            sources[name] = datasets.image_asset(assets["images"], name)
     tasks: dict[str, dict[str, np.ndarray]] = {}
     sizes = {}
     for name, (x, y) in sources.items():
@@ -137,7 +141,7 @@ def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn
 
 
 def evaluate_unit(
-    model: torch.nn.Module, unit: Unit, cfg: EnsLossConfig, data: dict
+    model: torch.nn.Module, unit: Unit, cfg: EnsLossConfig, data: dict, history: list[dict]
 ) -> dict[str, float]:
     import torch
 

@@ -43,6 +43,7 @@ SPEC = MethodSpec(
         "accuracy",
     ),
     readme=Path(__file__).with_name("README.md"),
+    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 400,

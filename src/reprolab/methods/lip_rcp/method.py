@@ -22,8 +22,10 @@ LIPSCHITZ_VARIANTS = ("lip_rcp", "vanilla_cp")
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(cfg: LipRCPConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
-    sources = {name: datasets.IMAGE_SOURCES[name](raw_dir) for name in cfg.datasets}
+def prepare(
+    cfg: LipRCPConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    sources = {name: datasets.image_asset(assets["images"], name) for name in cfg.datasets}
     tasks, sizes = {}, {}
     for name, (x, y) in sources.items():
         x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
@@ -197,7 +199,9 @@ def empirical_lipschitz(model, x: torch.Tensor, advs: list, n_pairs: int, seed: 
     return best
 
 
-def evaluate_unit(model, unit: Unit, cfg: LipRCPConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model, unit: Unit, cfg: LipRCPConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     import torch
 
     from reprolab.methods.lip_rcp import cp

@@ -40,6 +40,7 @@ SPEC = MethodSpec(
         "accuracy",
     ),
     readme=Path(__file__).with_name("README.md"),
+    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 0,

@@ -32,10 +32,12 @@ N_CLASSES = 10
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(cfg: TtbaConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: TtbaConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     tasks, sizes = {}, {}
     for name in cfg.datasets:
-        x, y = datasets.IMAGE_SOURCES[name](raw_dir)
+        x, y = datasets.image_asset(assets["images"], name)
         x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
         tr, va, te = datasets.stratified_split(y, tuple(cfg.split), cfg.data_seed + 1)
         tasks[name] = {
@@ -212,7 +214,9 @@ def summarize(run: dict, cfg: TtbaConfig) -> dict[str, float]:
     return {k: float(v) for k, v in out.items()}
 
 
-def evaluate_unit(model, unit: Unit, cfg: TtbaConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model, unit: Unit, cfg: TtbaConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     with _threads(cfg.threads):
         return summarize(attack_images(model, unit, cfg, data), cfg)
 

@@ -79,7 +79,9 @@ def make_task(cfg: W2SConfig, index: int) -> dict[str, np.ndarray]:
     }
 
 
-def prepare(cfg: W2SConfig, seeds: Sequence[int], raw_dir: Path) -> tuple[dict, dict]:
+def prepare(
+    cfg: W2SConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
     import torch
 
     torch.set_num_threads(1)  # small full-batch fits: see train_unit
@@ -132,7 +134,9 @@ def restore(unit: Unit, cfg: W2SConfig, data: dict, state: dict) -> torch.nn.Mod
     return module.eval()
 
 
-def evaluate_unit(model, unit: Unit, cfg: W2SConfig, data: dict) -> dict[str, float]:
+def evaluate_unit(
+    model, unit: Unit, cfg: W2SConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
     import torch
 
     from reprolab.methods.w2s_bregman.model import misfit_gain

@@ -1,0 +1,58 @@
+"""assets@<name>: build one shared asset into data/assets/<name>/ (checksummed).
+
+An asset is built here and nowhere else: the stages of the methods that read it verify
+its manifest and fail, naming this stage, when it is missing or corrupt.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+
+from reprolab import config, registry
+from reprolab.core import io
+from reprolab.core.tracking import load_env, log, open_tracker, preflight
+from reprolab.paths import asset_dir
+
+EXPERIMENT = "assets"
+
+
+def rebuild_hint(name: str) -> str:
+    return f"Rebuild it with `dvc repro assets@{name}`."
+
+
+def verified(root: Path, name: str) -> Path:
+    """The folder of a built asset, after checking every file against its manifest."""
+    folder = asset_dir(root, name)
+    io.verify_folder(folder, rebuild_hint(name))
+    return folder
+
+
+def run(name: str, root: Path) -> dict:
+    registry.check_asset(name)
+    project = config.load(root / "params.yaml")
+    cfg = project.asset(name)
+    spec = registry.asset(name)
+    load_env(root)
+    preflight(os.environ["MLFLOW_TRACKING_URI"])
+    module, func = spec.build.split(":")
+    build = getattr(importlib.import_module(module), func)
+    tracker = open_tracker(root, EXPERIMENT, f"asset:{name}", project.profile)
+    log(f"assets@{name}: building ({project.profile} profile)")
+    started = time.perf_counter()
+    out = asset_dir(root, name)
+    with io.atomic_dir(out) as tmp:
+        meta = build(cfg, tmp, root / "data" / "raw")
+        io.write_manifest(tmp, {**meta, "asset": name, "config": cfg.model_dump(mode="json")})
+    seconds = time.perf_counter() - started
+    tracker.start({"profile": project.profile, "asset": cfg.model_dump(mode="json")}, chain=False)
+    try:
+        manifest = io.read_json(out / io.MANIFEST)
+        size = sum(f["bytes"] for f in manifest["files"].values())
+        tracker.log_metrics(tracker.run_id, {"build_seconds": seconds, "bytes": float(size)})
+        log(f"assets@{name}: {len(manifest['files'])} files, {size:,} bytes in {seconds:.1f}s")
+    finally:
+        tracker.finish(True)
+    return {"files": len(manifest["files"]), "bytes": size}
