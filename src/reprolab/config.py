@@ -122,6 +122,13 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
             if prof == profile:
                 methods[slug] = cfg
     assets = _validate_assets(raw.get("assets") or {}, profile, source)
+    if not assets:
+        # dvc.yaml's prepare stages depend on data/assets as a whole (DVC cannot take
+        # a per-method list of deps), so at least one asset must be built
+        raise ConfigError(
+            f"{source}: assets: no asset section; keep at least `images: {{}}` under assets "
+            f"(registered assets: {', '.join(registry.asset_names())})"
+        )
     for slug in methods:
         for name in registry.get(slug).assets:
             if name not in assets:
