@@ -162,8 +162,11 @@ def test_effective_bytes_follow_the_closed_form():
 
 def test_layer_errors_are_zero_for_the_model_itself_and_grow_with_fewer_bits():
     net, x = _net(), [torch.randn(64, 32)]
-    assert all(e == 0 for e in quant.layer_errors(net, _net(), x).values())
-    e8 = quant.layer_errors(net, quant.quantize(net, "rtn_w8a8"), x)
+    q8 = quant.quantize(net, "rtn_w8a8")
+    itself = quant.layer_errors(q8, q8, x)
+    assert set(itself) == {"a", "b", "c"} and all(e == 0 for e in itself.values())
+    assert quant.layer_errors(net, _net(), x) == {}  # only quantized layers are listed
+    e8 = quant.layer_errors(net, q8, x)
     e4 = quant.layer_errors(net, quant.quantize(net, "rtn_w4a4"), x)
     assert set(e8) == {"a", "b", "c"} and all(e4[k] > e8[k] > 0 for k in e8)
 

@@ -5,15 +5,26 @@ Schemes (names parsed in :mod:`reprolab.core.schemes`):
 ``int8_dynamic``
     Every ``nn.Linear`` becomes PyTorch's dynamically quantized linear layer: int8
     weights (per-tensor affine), activations quantized on the fly, the product run by
-    real int8 kernels (fbgemm / x86). The only scheme whose latency means something on
-    this CPU. torchao's int8 path is not used: on CPU it dispatches to a slower
-    reference matmul (measured in ``bench/bench_pipeline.py``).
+    real int8 kernels (fbgemm / x86). Every ``nn.Conv1d/2d/3d`` becomes an
+    :class:`Int8Conv`: torch.ao eager static quantization of that one layer (quantize the
+    fp32 input with a per-tensor uint8 range, int8 convolution with per-output-channel
+    weights, dequantize the output), its input and output ranges calibrated by
+    observers (the x86 default qconfig: histogram for activations, per-channel min/max
+    for weights) on the calibration inputs, so a model with convolutions needs them.
+    Inputs and outputs stay fp32, so the model is called as before. Convolutions the
+    kernel cannot run (string padding such as ``"same"``, circular or replicate padding)
+    stay fp32, and :func:`coverage` says so. The only scheme whose latency means
+    something on this CPU. torchao's int8 path is not used: on CPU it dispatches to a
+    slower reference matmul for linear layers (measured in ``bench/bench_pipeline.py``)
+    and has no eager int8 convolution.
 
 ``rtn_w<b>a<b>``
     Round-to-nearest fake quantization: symmetric per-output-channel weights, symmetric
     per-token activations (one scale per row of the layer input). Weights are stored as
     packed integer codes plus fp16 scales, so sizes are real; the product runs in fp32,
-    so there is no speedup and none is reported.
+    so there is no speedup and none is reported. Convolutions stay fp32 (as do
+    ``nn.MultiheadAttention``'s own projections, for every scheme): :func:`coverage`
+    records the share of parameters each scheme actually quantized.
 
 ``bitdgdm_w<b>a<b>`` (and ``_noact`` / ``_nodecomp`` ablations)
     Bit-DGDM's outlier-aware quantization, as far as it can be reconstructed (the paper
@@ -64,6 +75,8 @@ __all__ = [
     "state_bytes",
     "latency_ms",
     "QuantLinear",
+    "Int8Conv",
+    "coverage",
     "call_model",
 ]
 
@@ -261,6 +274,86 @@ class QuantLinear(nn.Module):
         return f"{self.in_features}, {self.out_features}, scheme={self.scheme.name}"
 
 
+#: the convolutions int8 quantizes (torch.ao has static int8 kernels for each)
+CONV_TYPES = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+class Int8Conv(nn.Module):
+    """One convolution run by a real int8 kernel, fp32 in and fp32 out.
+
+    ``quant`` quantizes the input to uint8 (per-tensor scale and zero point, calibrated),
+    ``conv`` is the fp32 convolution and, after torch.ao's ``prepare`` / calibration /
+    ``convert``, ``torch.ao.nn.quantized.Conv{1,2,3}d`` with int8 per-output-channel
+    weights (fbgemm / x86), ``dequant`` turns its quantized output back into fp32."""
+
+    def __init__(self, conv: nn.Module):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.conv = conv
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dequant(self.conv(self.quant(x)))
+
+    def effective_bytes(self) -> int:
+        """int8 weights, a scale and zero point per output channel (fp32 + int32), fp32
+        bias, and the input's and output's scale and zero point."""
+        weight, bias = self.conv.weight(), self.conv.bias()
+        if weight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+            n_scales = weight.q_per_channel_scales().numel()
+        else:
+            n_scales = 1
+        return weight.numel() + 8 * n_scales + 4 * (bias.numel() if bias is not None else 0) + 16
+
+
+def _int8_conv_ok(conv: nn.Module) -> bool:
+    """Whether torch.ao's quantized convolution can run this layer."""
+    return (
+        type(conv) in CONV_TYPES
+        and not isinstance(conv.padding, str)
+        and conv.padding_mode in ("zeros", "reflect")
+        and conv.weight.dtype == torch.float32
+    )
+
+
+def _set_engine() -> None:
+    engines = torch.backends.quantized.supported_engines
+    torch.backends.quantized.engine = "x86" if "x86" in engines else engines[-1]
+
+
+def _int8(model: nn.Module, calibration: Sequence[Any] | None, restoring: bool) -> nn.Module:
+    """The int8 model: :class:`Int8Conv` for every convolution the kernel runs
+    (observers calibrated on ``calibration``; ``restoring``: no calibration, the ranges
+    come from the saved state), dynamic int8 for every ``nn.Linear``."""
+    _set_engine()
+    qmodel = copy.deepcopy(model).eval()
+    convs = [name for name, m in qmodel.named_modules() if _int8_conv_ok(m)]
+    if convs and not restoring and not calibration:
+        raise ValueError(
+            "quantization scheme 'int8_dynamic' quantizes convolutions with calibrated "
+            f"activation ranges ({len(convs)} in this model) and needs calibration inputs "
+            "(the method's calibration_inputs or example_input hook)"
+        )
+    with warnings.catch_warnings():
+        # torch.ao's eager API warns that it is deprecated (and about reduce_range) on
+        # every call; it is what torch 2.13 ships for CPU int8 convolution.
+        warnings.simplefilter("ignore")
+        if convs:
+            qconfig = torch.ao.quantization.get_default_qconfig(torch.backends.quantized.engine)
+            for name in convs:
+                wrapper = Int8Conv(qmodel.get_submodule(name))
+                wrapper.qconfig = qconfig
+                _replace(qmodel, name, wrapper)
+            torch.ao.quantization.prepare(qmodel, inplace=True)
+            if not restoring:
+                with torch.inference_mode():
+                    for inp in calibration:
+                        call_model(qmodel, inp)
+            torch.ao.quantization.convert(qmodel, inplace=True)
+        torch.ao.quantization.quantize_dynamic(qmodel, {nn.Linear}, dtype=torch.qint8, inplace=True)
+    return qmodel.eval()
+
+
 # ------------------------------------------------------------------------- the models
 
 
@@ -283,6 +376,15 @@ def _linears(model: nn.Module) -> dict[str, nn.Linear]:
         for name, m in model.named_modules()
         if isinstance(m, nn.Linear) and name not in skip
     }
+
+
+def _is_quantized(module: nn.Module) -> bool:
+    """Whether ``module`` is a layer some scheme put in place of a full-precision one."""
+    return isinstance(module, QuantLinear | Int8Conv | torch.ao.nn.quantized.dynamic.Linear)
+
+
+def _quantized_names(model: nn.Module) -> list[str]:
+    return [name for name, m in model.named_modules() if _is_quantized(m)]
 
 
 def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
@@ -335,18 +437,13 @@ def quantize(
     """Return a quantized copy of ``model`` (the fp32 model is left untouched).
 
     ``calibration``: model inputs (a tensor, or a tuple of positional arguments, each)
-    for the schemes that calibrate thresholds (Bit-DGDM's sparse activations).
+    for the schemes that calibrate: Bit-DGDM's sparse-activation thresholds, and int8's
+    activation ranges when the model has convolutions.
     ``thresholds``: the result of :func:`calibrate_thresholds` on them, to reuse one
     calibration across several schemes of the same model."""
     spec = parse(scheme)
     if spec.kind == "int8_dynamic":
-        engines = torch.backends.quantized.supported_engines
-        torch.backends.quantized.engine = "x86" if "x86" in engines else engines[-1]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return torch.ao.quantization.quantize_dynamic(
-                copy.deepcopy(model).eval(), {nn.Linear}, dtype=torch.qint8
-            )
+        return _int8(model, calibration, restoring=False)
     if not spec.needs_calibration:
         thresholds = {}
     elif thresholds is None:
@@ -370,7 +467,7 @@ def restore_quantized(arch: nn.Module, scheme: str, state: dict[str, Any]) -> nn
     """Rebuild a quantized model from a fresh fp32 architecture and the saved state."""
     spec = parse(scheme)
     if spec.kind == "int8_dynamic":
-        model = quantize(arch, scheme)
+        model = _int8(arch, None, restoring=True)
     else:
         model = copy.deepcopy(arch).eval()
         for name, linear in _linears(model).items():
@@ -396,13 +493,42 @@ def load_state(path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- measures
 
 
+def coverage(fp_model: nn.Module, q_model: nn.Module) -> dict[str, Any]:
+    """How much of ``fp_model`` its quantized copy ``q_model`` really quantized.
+
+    Counts the parameters of ``fp_model`` (shared ones once) and those owned by a module
+    whose place ``q_model`` took with a quantized layer (:class:`QuantLinear`,
+    :class:`Int8Conv`, a dynamic int8 linear). Returns ``quantized_parameters``,
+    ``parameters``, their ratio ``share``, and ``full_precision``: the parameters left at
+    full precision per type of the module owning them (e.g. ``{"BatchNorm2d": 96}``),
+    largest first."""
+    done = _quantized_names(q_model)
+    quantized, total = 0, 0
+    kept: dict[str, int] = {}
+    for name, param in fp_model.named_parameters():
+        owner = name.rpartition(".")[0]
+        n = param.numel()
+        total += n
+        if any(owner == d or owner.startswith(d + ".") for d in done):
+            quantized += n
+        else:
+            kind = type(fp_model.get_submodule(owner)).__name__ if owner else "parameter"
+            kept[kind] = kept.get(kind, 0) + n
+    return {
+        "quantized_parameters": quantized,
+        "parameters": total,
+        "share": quantized / total if total else 0.0,
+        "full_precision": dict(sorted(kept.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
 def effective_bytes(model: nn.Module) -> int:
     """Bytes a deployment of ``model`` stores (see the module docstring): quantized layers
     by their codes, scales, factors and outliers; everything else at its dtype's size."""
     dynamic = torch.ao.nn.quantized.dynamic.Linear
     total, skip = 0, []
     for name, module in model.named_modules():
-        if isinstance(module, QuantLinear):
+        if isinstance(module, QuantLinear | Int8Conv):
             total += module.effective_bytes()
             skip.append(name + ".")
         elif isinstance(module, dynamic):
@@ -418,10 +544,11 @@ def effective_bytes(model: nn.Module) -> int:
 def layer_errors(
     fp_model: nn.Module, q_model: nn.Module, inputs: Iterable[Any]
 ) -> dict[str, float]:
-    """Relative output error ``||Y_q - Y|| / ||Y||`` of every linear layer of ``q_model``
-    against the same layer of ``fp_model`` on the same inputs (each model is fed its own
-    upstream activations, so errors accumulate as they would in use)."""
-    names = list(_linears(fp_model))
+    """Relative output error ``||Y_q - Y|| / ||Y||`` of every layer ``q_model`` quantized
+    (linear and, for int8, convolution) against the same layer of ``fp_model`` on the
+    same inputs (each model is fed its own upstream activations, so errors accumulate as
+    they would in use). Layers a scheme left at full precision are not listed."""
+    names = _quantized_names(q_model)
     outputs: dict[str, dict[str, list[torch.Tensor]]] = {"fp": {}, "q": {}}
 
     def hook(kind, name):

@@ -2,7 +2,8 @@
 
 A scheme is one of
 
-- ``int8_dynamic``: PyTorch's dynamically quantized linear layers (real int8 kernels);
+- ``int8_dynamic``: PyTorch's dynamically quantized linear layers and statically
+  quantized convolutions (real int8 kernels; convolutions calibrate activation ranges);
 - ``rtn_w<b>a<b>``: round-to-nearest fake quantization, symmetric per-output-channel
   weights and per-token activations (``a16`` leaves activations in full precision);
 - ``bitdgdm_w<b>a<b>``: Bit-DGDM's outlier-aware quantization: sparse-dense

@@ -1,12 +1,14 @@
 """quantize@<slug>: post-training quantization of every trained unit.
 
 Writes data/quantized/<slug>/<unit>.<scheme>.pt plus quantized.json: per scheme the
-serialized and effective bytes, whether a real low-bit kernel runs it, the relative
-output error of every linear layer on the calibration inputs (mean over units) and the
-time quantizing took. The schemes are ``methods.<slug>.<profile>.quantization`` in
-params.yaml, else the method's default. For a method whose trained object is not a
-network, the method's spec states why quantization does not apply and that reason is
-the stage's output, so the DAG stays uniform.
+serialized and effective bytes, whether a real low-bit kernel runs it, its coverage (the
+share of the model's parameters it really quantized, summed over units, and the module
+types left at full precision), the relative output error of every quantized layer on
+the calibration inputs (mean over units) and the time quantizing took. The schemes are
+``methods.<slug>.<profile>.quantization`` in params.yaml, else the method's default.
+For a method whose trained object is not a network, the method's spec states why
+quantization does not apply and that reason is the stage's output, so the DAG stays
+uniform.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ def run(slug: str, root: Path) -> dict:
         sizes: dict[str, dict[str, int]] = {}
         layer_err: dict[str, dict[str, list[float]]] = {s: {} for s in schemes}
         seconds = dict.fromkeys(schemes, 0.0)
+        covered = {
+            s: {"quantized_parameters": 0, "parameters": 0, "share": 0.0, "full_precision": {}}
+            for s in schemes
+        }
         with io.atomic_dir(out) as tmp:
             for i, unit in enumerate(units, 1):
                 ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
@@ -81,6 +87,7 @@ def run(slug: str, root: Path) -> dict:
                         thresholds = quant.calibrate_thresholds(model, calib)
                     qmodel = quant.quantize(model, scheme, calibration=calib, thresholds=thresholds)
                     seconds[scheme] += time.perf_counter() - t0
+                    _add_coverage(covered[scheme], quant.coverage(model, qmodel))
                     torch.save(qmodel.state_dict(), tmp / f"{unit.id}.{scheme}.pt")
                     sizes.setdefault(
                         scheme,
@@ -106,6 +113,7 @@ def run(slug: str, root: Path) -> dict:
                     "units": [u.id for u in units],
                     "sizes": sizes,
                     "real_kernel": {p.name: p.real_kernel for p in parsed},
+                    "coverage": covered,
                     "layer_relative_error": errors,
                     "quantize_seconds": seconds,
                 },
@@ -117,6 +125,7 @@ def run(slug: str, root: Path) -> dict:
             per_layer = list(errors[scheme].values()) or [float("nan")]
             metrics[f"{scheme}.layer_error_mean"] = float(np.mean(per_layer))
             metrics[f"{scheme}.layer_error_max"] = float(np.max(per_layer))
+            metrics[f"{scheme}.coverage"] = covered[scheme]["share"]
         for precision, entry in sizes.items():
             metrics[f"{precision}.bytes"] = float(entry["bytes"])
             metrics[f"{precision}.effective_bytes"] = float(entry["effective_bytes"])
@@ -125,12 +134,31 @@ def run(slug: str, root: Path) -> dict:
             log(
                 f"quantize@{slug}: {scheme}: {sizes[scheme]['effective_bytes']} effective bytes "
                 f"(fp32 {sizes['fp32']['effective_bytes']}), mean layer error "
-                f"{metrics[f'{scheme}.layer_error_mean']:.4f}, {seconds[scheme]:.2f} s"
+                f"{metrics[f'{scheme}.layer_error_mean']:.4f}, {seconds[scheme]:.2f} s, "
+                f"{covered[scheme]['share']:.1%} of parameters quantized"
+                + _kept_note(covered[scheme]["full_precision"])
             )
         ok = True
         return {"units": len(units), "schemes": schemes, "seconds": wall}
     finally:
         tracker.finish(ok)
+
+
+def _add_coverage(total: dict, unit: dict) -> None:
+    """Sum one unit's :func:`quant.coverage` into ``total`` (share recomputed)."""
+    total["quantized_parameters"] += unit["quantized_parameters"]
+    total["parameters"] += unit["parameters"]
+    kept = total["full_precision"]
+    for kind, n in unit["full_precision"].items():
+        kept[kind] = kept.get(kind, 0) + n
+    total["full_precision"] = dict(sorted(kept.items(), key=lambda kv: (-kv[1], kv[0])))
+    total["share"] = (
+        total["quantized_parameters"] / total["parameters"] if total["parameters"] else 0.0
+    )
+
+
+def _kept_note(kept: dict[str, int]) -> str:
+    return "; full precision: " + ", ".join(kept) if kept else ""
 
 
 def _calibration(hooks, unit, cfg, data, model) -> list:

@@ -51,7 +51,7 @@ def run(root: Path) -> dict:
     with io.atomic_path(out / "claims.csv") as tmp:
         table[COLUMNS + ["statement", "detail"]].to_csv(tmp, index=False)
     io.write_text(out / "claims.md", markdown)
-    io.write_text(out / "claims.html", to_html(table, figures, out))
+    io.write_text(out / "claims.html", to_html(table, figures, out, quant_html(quant_table)))
     counts = table[table.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
     io.write_json(
         out / "summary.json",
@@ -115,6 +115,8 @@ QUANT_COLUMNS = [
     "precision",
     "effective_bytes",
     "x_fp32",
+    "coverage",
+    "full_precision",
     "layer_error_mean",
     "latency_ms",
     "latency",
@@ -122,8 +124,10 @@ QUANT_COLUMNS = [
 
 
 def collect_quantization(root: Path, slugs: list[str]) -> pd.DataFrame:
-    """Per method and precision: effective bytes, mean per-layer output error and latency
-    (only where a real low-bit kernel runs), from each method's metrics.json."""
+    """Per method and precision: effective bytes, coverage (the share of parameters the
+    scheme really quantized, and the module types it left at full precision, with their
+    parameter counts), mean per-layer output error and latency (only where a real
+    low-bit kernel runs), from each method's metrics.json."""
     rows = []
     for slug in slugs:
         path = MethodPaths(root, slug).eval / "metrics.json"
@@ -139,6 +143,8 @@ def collect_quantization(root: Path, slugs: list[str]) -> pd.DataFrame:
                     precision,
                     eff,
                     round(eff / base, 4) if eff and base else None,
+                    e.get("coverage"),
+                    _kept(e.get("full_precision")),
                     e.get("layer_error_mean"),
                     e.get("latency_ms"),
                     "measured" if e.get("latency_ms") is not None else e.get("latency_note", ""),
@@ -152,15 +158,18 @@ def quant_markdown(table: pd.DataFrame) -> str:
         return ""
     lines = [
         "",
-        "## Quantization: size, error and latency",
+        "## Quantization: size, coverage, error and latency",
         "",
         "Effective bytes count packed low-bit codes, fp16 scales, low-rank factors and sparse"
-        " outliers (see `reprolab.core.quant`); layer error is the mean relative output"
-        " error of the linear layers on calibration inputs. Latency only where a real"
-        " low-bit kernel runs.",
+        " outliers (see `reprolab.core.quant`); coverage is the share of the model's"
+        " parameters the scheme really quantized, and full precision names the module types"
+        " it left in fp32 (parameters in parentheses); layer error is the mean relative"
+        " output error of the quantized layers on calibration inputs. Latency only where a"
+        " real low-bit kernel runs.",
         "",
-        "| method | precision | effective bytes | x fp32 | mean layer error | latency ms |",
-        "|---|---|---|---|---|---|",
+        "| method | precision | effective bytes | x fp32 | coverage | full precision "
+        "| mean layer error | latency ms |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         err = (
@@ -174,9 +183,68 @@ def quant_markdown(table: pd.DataFrame) -> str:
             else r.latency
         )
         lines.append(
-            f"| {r.method} | {r.precision} | {_int(r.effective_bytes)} | {r.x_fp32} | {err} | {lat} |"
+            f"| {r.method} | {r.precision} | {_int(r.effective_bytes)} | {r.x_fp32} "
+            f"| {_share(r.coverage)} | {r.full_precision} | {err} | {lat} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def quant_html(table: pd.DataFrame) -> str:
+    """The quantization table of :func:`quant_markdown`, as HTML."""
+    if table.empty:
+        return ""
+    head = "".join(
+        f"<th>{c}</th>"
+        for c in (
+            "method",
+            "precision",
+            "effective bytes",
+            "x fp32",
+            "coverage",
+            "full precision",
+            "mean layer error",
+            "latency ms",
+        )
+    )
+    body = []
+    for r in table.itertuples():
+        err = "" if _missing(r.layer_error_mean) else f"{r.layer_error_mean:.4f}"
+        lat = r.latency if _missing(r.latency_ms) else f"{r.latency_ms:.3f}"
+        cells = [
+            r.method,
+            r.precision,
+            _int(r.effective_bytes),
+            "" if _missing(r.x_fp32) else r.x_fp32,
+            _share(r.coverage),
+            r.full_precision,
+            err,
+            lat,
+        ]
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return (
+        "<h2>Quantization: size, coverage, error and latency</h2>"
+        "<p>Coverage: share of parameters the scheme really quantized; full precision: module"
+        " types left in fp32 (parameters). Latency only where a real low-bit kernel runs.</p>"
+        f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _share(x) -> str:
+    """A coverage share as a percentage ('' for fp32, which has none)."""
+    return "" if _missing(x) else f"{100 * x:.1f}%"
+
+
+def _kept(full_precision: dict | None) -> str:
+    """'BatchNorm2d (96), ...': module types left at full precision, or 'none'."""
+    if full_precision is None:
+        return ""
+    if not full_precision:
+        return "none"
+    return ", ".join(f"{kind} ({n:,})" for kind, n in full_precision.items())
 
 
 def _int(x) -> str:
@@ -219,7 +287,7 @@ def to_markdown(table: pd.DataFrame, figures: dict, profile: str, out: Path) -> 
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: pd.DataFrame, figures: dict, out: Path) -> str:
+def to_html(table: pd.DataFrame, figures: dict, out: Path, quant: str = "") -> str:
     head = "".join(f"<th>{c}</th>" for c in COLUMNS)
     body = []
     for r in table.itertuples():
@@ -246,5 +314,6 @@ def to_html(table: pd.DataFrame, figures: dict, out: Path) -> str:
     return (
         "<!doctype html><meta charset=utf-8><title>reprolab claims</title>"
         "<style>td,th{border:1px solid #ccc;padding:4px}table{border-collapse:collapse}</style>"
-        f"<h1>Claims: paper vs measured</h1><table><tr>{head}</tr>{''.join(body)}</table>{imgs}"
+        f"<h1>Claims: paper vs measured</h1><table><tr>{head}</tr>{''.join(body)}</table>"
+        f"{quant}{imgs}"
     )
