@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -185,3 +186,15 @@ class _LazyHistories(Mapping):
 
     def __len__(self) -> int:
         return len(self._units)
+
+
+def code_digest(*folders: Path) -> str:
+    """Hash of the Python sources a stage's results depend on (for resume safety)."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        files = [folder] if folder.is_file() else sorted(folder.rglob("*.py"))
+        for path in files:
+            rel = path.name if folder.is_file() else path.relative_to(folder).as_posix()
+            digest.update(rel.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
