@@ -122,3 +122,96 @@ def test_paired_difference_pools_tasks_and_seeds():
     assert PairedDifference("m", "b", margin=0.04, higher_is_better=False).evaluate(t, "acc")[
         0
     ] == ("inconclusive")
+
+
+# ---------------------------------------------------------------- Where, Trend, paired
+
+
+def _long(rows, params=()) -> pd.DataFrame:
+    cols = ["task", "variant", "seed", *params, "precision", "metric", "value"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["seed"] = out["seed"].astype("Int64")
+    return out
+
+
+def test_paired_fills_a_seed_free_baseline_on_every_seed():
+    from reprolab.core.claims import PairedDifference, paired
+
+    # method m seeded (seeds 0, 1, 2); baseline b seed-free (one exact value, 1.0)
+    rows = [("t", "m", s, 5.0, "fp32", "eps", v) for s, v in ((0, 0.9), (1, 0.85), (2, 0.8))]
+    rows += [("t", "b", None, 5.0, "fp32", "eps", 1.0)]
+    table = _long(rows, ["sigma"])
+    pivot = paired(table, "eps")
+    assert len(pivot) == 3 and list(pivot["b"]) == [1.0, 1.0, 1.0]
+    verdict, measured = PairedDifference("m", "b", higher_is_better=False).evaluate(table, "eps")
+    # differences -0.1, -0.15, -0.2: mean -0.15, sd 0.05, t(0.975, 2) = 4.3027
+    half = 4.302652729911275 * 0.05 / math.sqrt(3)
+    assert measured["value"] == pytest.approx(-0.15)
+    assert (measured["ci_low"], measured["ci_high"]) == pytest.approx((-0.15 - half, -0.15 + half))
+    assert measured["ci_high"] == pytest.approx(-0.0258, abs=1e-4)
+    assert measured["n"] == 3 and not measured["seed_free"]
+    assert verdict == "reproduced"
+
+
+def test_paired_is_wide_without_mixed_keys():
+    from reprolab.core.claims import paired, wide
+
+    rows = [("t", v, s, "fp32", "acc", 0.1 * s) for v in ("m", "b") for s in (0, 1)]
+    table = _long(rows)
+    pd.testing.assert_frame_equal(paired(table, "acc"), wide(table, "acc"))
+    free = _long([("t", v, None, "fp32", "acc", 0.5) for v in ("m", "b")])
+    pd.testing.assert_frame_equal(paired(free, "acc"), wide(free, "acc"))
+
+
+def test_where_restricts_to_parameter_values():
+    from reprolab.core.claims import Threshold, Where
+
+    rows = [
+        ("a", "m", 0, "quad", "fp32", "x", 1.0),
+        ("a", "m", 1, "quad", "fp32", "x", 1.2),
+        ("b", "m", 0, "strat", "fp32", "x", -5.0),
+        ("b", "m", 1, "strat", "fp32", "x", -5.0),
+    ]
+    table = _long(rows, ["family"])
+    verdict, measured = Where(Threshold("m", 0.0), family="quad").evaluate(table, "x")
+    # 1.0, 1.2: mean 1.1, half-width 12.706 * 0.1414 / sqrt 2 = 1.2706 -> [-0.17, 2.37]
+    assert measured["value"] == pytest.approx(1.1)
+    assert measured["ci_low"] == pytest.approx(1.1 - 12.706204736 * 0.1)
+    assert verdict == "inconclusive" and measured["summary"].startswith("[family=quad]")
+    verdict, measured = Where(Threshold("m", 0.0), family=("quad", "strat")).evaluate(table, "x")
+    assert measured["value"] == pytest.approx((1.0 + 1.2 - 10.0) / 4)
+    verdict, measured = Where(Threshold("m", 0.0), family="none").evaluate(table, "x")
+    assert verdict == "inconclusive" and measured["summary"].startswith("not tested")
+    assert Where(Threshold("m", 0.0), family="quad").variants() == ("m",)
+
+
+def test_trend_spearman_within_settings():
+    from reprolab.core.claims import Trend
+
+    # two settings (c = 1, 2) x two seeds; within each, the metric over beta = 0, 1, 2
+    curves = {(1.0, 0): (0.1, 0.2, 0.3), (1.0, 1): (0.1, 0.3, 0.2), (2.0, 0): (0.0, 0.1, 0.5)}
+    rows = [
+        (f"c{c}b{b}", "m", seed, float(b), c, "fp32", "plateau", v)
+        for (c, seed), values in curves.items()
+        for b, v in enumerate(values)
+    ]
+    table = _long(rows, ["beta", "c"])
+    verdict, measured = Trend("m", "beta").evaluate(table, "plateau")
+    # rank correlations: 1, 0.5, 1 -> mean 5/6, sd 0.2887, t(0.975, 2) = 4.3027
+    half = 4.302652729911275 * math.sqrt(1 / 12) / math.sqrt(3)
+    assert measured["value"] == pytest.approx(5 / 6)
+    assert measured["ci_low"] == pytest.approx(5 / 6 - half)
+    assert measured["ci_low"] == pytest.approx(0.1162, abs=1e-4)  # above 0
+    assert measured["n"] == 3 and verdict == "reproduced"
+    assert measured["mean_gap_largest_minus_smallest"] == pytest.approx((0.2 + 0.1 + 0.5) / 3)
+    verdict, _ = Trend("m", "beta", increasing=False).evaluate(table, "plateau")
+    assert verdict == "not_reproduced"
+
+
+def test_trend_one_seed_free_group_is_exact():
+    from reprolab.core.claims import Trend
+
+    rows = [(f"k{k}", "m", None, k, "fp32", "gap", 1.0 / k) for k in (1, 2, 4)]
+    verdict, measured = Trend("m", "k", increasing=False).evaluate(_long(rows, ["k"]), "gap")
+    assert measured["value"] == -1.0 and measured["ci_low"] == measured["ci_high"] == -1.0
+    assert verdict == "reproduced"

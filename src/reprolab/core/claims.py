@@ -53,6 +53,27 @@ def wide(table: pd.DataFrame, metric: str, columns: str = "variant") -> pd.DataF
     return rows.pivot_table(index=keys, columns=columns, values="value", aggfunc="first")
 
 
+def paired(table: pd.DataFrame, metric: str, columns: str = "variant") -> pd.DataFrame:
+    """:func:`wide`, with seed-free values paired against seeded ones: where a unit key
+    (task and parameters) has both seeded rows (a method started from a random point)
+    and a seed-free row (a closed-form baseline), the seed-free value fills its column
+    on every seeded row of that key and the seed-free row goes. The differences then vary
+    only through the seeded side, which is what they are. Keys with seed-free rows only,
+    or seeded rows only, are as in :func:`wide`."""
+    pivot = wide(table, metric, columns)
+    free_rows = pivot.index.get_level_values("seed") == NO_SEED
+    if not free_rows.any() or free_rows.all():
+        return pivot
+    free = pivot[free_rows].droplevel("seed")
+    seeded = pivot[~free_rows]
+    seeded_keys = seeded.index.droplevel("seed")
+    fill = free.reindex(seeded_keys)
+    fill.index = seeded.index
+    seeded = seeded.fillna(fill)
+    alone = pivot[free_rows & ~pivot.index.droplevel("seed").isin(seeded_keys)]
+    return pd.concat([seeded, alone]).sort_index()
+
+
 class Check(Protocol):
     """How a claim is tested. A method may define its own checks next to its claims;
     those used by several methods live here."""
@@ -119,7 +140,7 @@ class PairedDifference:
         return (self.method, self.baseline)
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        pivot = wide(table, metric)
+        pivot = paired(table, metric)
         diffs = (pivot[self.method] - pivot[self.baseline]).dropna().to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.method} and {self.baseline}")
@@ -159,7 +180,7 @@ class PairedMajority:
     confidence: float = 0.95
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        pivot = wide(table, metric)
+        pivot = paired(table, metric)
         sign = 1.0 if self.higher_is_better else -1.0
         per_task = []
         for task, rows in pivot.groupby(level="task"):
@@ -270,6 +291,115 @@ class PrecisionGap:
             "summary": (
                 f"|{self.closer} - {self.reference}| = {near.mean():.4g} vs "
                 f"|{self.farther} - {self.reference}| = {far.mean():.4g} over {iv.n} pairs"
+            ),
+        }
+
+
+def _not_tested(summary: str) -> tuple[str, dict[str, Any]]:
+    nan = float("nan")
+    return "inconclusive", {"value": nan, "ci_low": nan, "ci_high": nan, "summary": summary}
+
+
+@dataclass(frozen=True)
+class Where:
+    """``check`` on the rows whose unit parameters match ``params`` (a value, or a tuple
+    of allowed values): one task family of a sweep, one (sigma, k) setting. No matching
+    row: inconclusive, 'not tested'. Wraps checks read at one precision (not
+    :class:`PrecisionGap`)."""
+
+    check: Any
+    params: tuple[tuple[str, Any], ...]
+
+    def __init__(self, check: Any, **params: Any):
+        object.__setattr__(self, "check", check)
+        object.__setattr__(self, "params", tuple(sorted(params.items())))
+
+    def variants(self) -> tuple[str, ...]:
+        return self.check.variants()
+
+    def label(self) -> str:
+        def show(v: Any) -> str:
+            return (
+                "|".join(map(str, v))
+                if isinstance(v, tuple)
+                else f"{v:g}"
+                if isinstance(v, float)
+                else str(v)
+            )
+
+        return ", ".join(f"{k}={show(v)}" for k, v in self.params)
+
+    def select(self, table: pd.DataFrame) -> pd.DataFrame:
+        keep = pd.Series(True, index=table.index)
+        for key, value in self.params:
+            if key not in table.columns:
+                return table.iloc[:0]
+            allowed = list(value) if isinstance(value, tuple) else [value]
+            keep &= table[key].isin(allowed)
+        return table[keep]
+
+    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+        rows = self.select(table)
+        if rows.empty:
+            return _not_tested(f"not tested: no units with {self.label()} in this profile")
+        verdict, measured = self.check.evaluate(rows, metric)
+        measured["summary"] = f"[{self.label()}] {measured['summary']}"
+        return verdict, measured
+
+
+@dataclass(frozen=True)
+class Trend:
+    """``metric`` of ``variant`` rises (``increasing``) or falls with the unit parameter
+    ``param`` within every setting of the other parameters: per group (seed and every
+    other parameter column), the Spearman correlation of the metric with ``param``;
+    reproduced when the interval of the mean correlation over groups lies on the claimed
+    side of 0, not reproduced when on the other side, else inconclusive. Groups with one
+    value of ``param``, or a constant metric (no rank correlation), do not count. One
+    seed-free group is compared exactly."""
+
+    variant: str
+    param: str
+    increasing: bool = True
+    confidence: float = 0.95
+
+    def variants(self) -> tuple[str, ...]:
+        return (self.variant,)
+
+    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+        rows = table[(table.variant == self.variant) & (table.metric == metric)]
+        if rows.empty or self.param not in rows.columns:
+            return _not_tested(f"not tested: no {self.variant} units with a {self.param}")
+        if rows[self.param].nunique() < 2:
+            return _not_tested(f"one {self.param} only: no trend to test")
+        seed_free = is_seed_free(rows)
+        rows = rows.assign(seed=rows.seed.fillna(NO_SEED))
+        others = ["seed", *(c for c in param_columns(rows) if c != self.param)]
+        rows[others] = rows[others].astype(object).where(rows[others].notna(), "")
+        rhos, gaps = [], []
+        for _, group in rows.groupby(others):
+            group = group.sort_values(self.param)
+            if group[self.param].nunique() < 2:
+                continue
+            rho = float(group[self.param].astype(float).corr(group.value, method="spearman"))
+            if rho == rho:
+                rhos.append(rho)
+                gaps.append(float(group.value.iloc[-1] - group.value.iloc[0]))
+        if not rhos:
+            return _not_tested(f"{metric} constant within every setting: no trend to test")
+        iv = interval(rhos, seed_free, self.confidence)
+        low, high = (iv.low, iv.high) if self.increasing else (-iv.high, -iv.low)
+        verdict = "reproduced" if low > 0 else "not_reproduced" if high < 0 else "inconclusive"
+        gap = sum(gaps) / len(gaps)
+        return verdict, {
+            "value": iv.mean,
+            "ci_low": iv.low,
+            "ci_high": iv.high,
+            "n": iv.n,
+            "mean_gap_largest_minus_smallest": gap,
+            "summary": (
+                f"Spearman({self.param}, {self.variant} {metric}) = {iv.mean:.3g} over "
+                f"{iv.n} groups (claim: {'>' if self.increasing else '<'} 0); largest - "
+                f"smallest {self.param}: {gap:.3g}"
             ),
         }
 
