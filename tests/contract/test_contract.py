@@ -82,6 +82,36 @@ def build_assets(spec: MethodSpec, folder) -> dict:
     return out
 
 
+def recording(cfg):
+    """A copy of ``cfg`` that records which of its fields are read (also by its methods)."""
+    seen: set[str] = set()
+    fields = set(type(cfg).model_fields)
+
+    class Recording(type(cfg)):
+        def __getattribute__(self, name):
+            if name in fields:
+                seen.add(name)
+            return super().__getattribute__(name)
+
+    return Recording.model_validate(cfg.model_dump()), seen
+
+
+def test_prepare_reads_only_its_declared_keys(spec: MethodSpec, tmp_path):
+    """Prepared data depends on ``prepare_keys`` alone (dvc.yaml's prepare stage reads
+    only those from data/config/<slug>.prepare.json): a key prepare reads but does not
+    declare would leave stale datasets after a params change."""
+    if spec.prepare_keys is None:
+        return  # prepare depends on the whole config: nothing can be missed
+    assert set(spec.prepare_keys) <= set(spec.config_model.model_fields), "unknown keys"
+    cfg = config.method_config(spec.slug, "smoke", spec.test_overrides, "test_overrides")
+    watched, seen = recording(cfg)
+    registry.hooks(spec.slug).prepare(
+        watched, (0, 1), tmp_path / "raw", build_assets(spec, tmp_path)
+    )
+    assert seen, "the recording copy saw no read at all"
+    assert seen <= set(spec.prepare_keys), f"undeclared: {sorted(seen - set(spec.prepare_keys))}"
+
+
 def test_params_section_and_profiles_validate(spec: MethodSpec):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert spec.slug in params["methods"], "add a section to params.yaml"

@@ -1,0 +1,246 @@
+"""Contract v2: assets, evaluation-only variants, seed-free units, unit parameters,
+per-stage resolved configs, cast precisions. Each against a hand-computed case."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from reprolab import config, registry
+from reprolab.contract import MethodConfig, MethodSpec, Unit, Variant
+from reprolab.core import claims, io
+from reprolab.core.claims import PairedDifference, Threshold
+from reprolab.stages.evaluate import metrics_table
+from tests.conftest import ROOT
+
+GOOD = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def spec_with(*variants: Variant, metrics=("acc", "l2")) -> MethodSpec:
+    return MethodSpec(
+        slug="toy",
+        title="t",
+        paper="p",
+        code="c",
+        config_model=MethodConfig,
+        profile_defaults={},
+        variants=variants,
+        claims=(),
+        hooks="none",
+        metrics=metrics,
+    )
+
+
+VICTIM = (
+    Variant("victim", "trained"),
+    Variant("attack", "evaluation-only", is_method=True, reuses="victim", metrics=("l2",)),
+    Variant("baseline", "evaluation-only", reuses="victim", metrics=("l2",)),
+)
+
+
+# ------------------------------------------------------------------ units
+
+
+def test_unit_params_are_hashable_sorted_and_round_trip():
+    a = Unit("t", "v", 0, {"k": 2, "beta": 0.5})
+    b = Unit("t", "v", 0, (("beta", 0.5), ("k", 2)))
+    assert a == b and hash(a) == hash(b)
+    assert a.params == (("beta", 0.5), ("k", 2)) and a.param == {"beta": 0.5, "k": 2}
+    assert Unit.from_json(a.as_json()) == a
+    assert a.id == "t__v__s0"
+
+
+def test_seed_free_unit_has_no_seed_in_its_id():
+    u = Unit("grid", "lp", None)
+    assert u.seed_free and u.id == "grid__lp"
+    assert Unit.from_json(u.as_json()) == u
+
+
+# ------------------------------------------------------------------ evaluation-only variants
+
+
+def test_evaluation_only_units_resolve_to_the_trained_variant():
+    spec = spec_with(*VICTIM)
+    unit = Unit("mnist", "attack", 3, {"eps": 1.0})
+    assert not spec.trains(unit) and spec.trains(unit.with_variant("victim"))
+    assert spec.source_unit(unit) == Unit("mnist", "victim", 3, {"eps": 1.0})
+    assert spec.variant_metrics("attack") == ("l2",)
+    assert spec.variant_metrics("victim") == ("acc", "l2")
+
+
+def test_unknown_and_circular_reuse_are_rejected():
+    with pytest.raises(ValueError, match="reuses unknown variant 'nosuch'"):
+        registry._check_spec(spec_with(Variant("a", "x", True, reuses="nosuch")))
+    circular = spec_with(Variant("a", "x", True, reuses="b"), Variant("b", "y", reuses="a"))
+    with pytest.raises(ValueError, match="circular reuse a -> b -> a"):
+        registry._check_spec(circular)
+
+
+def test_variant_selection_is_checked_against_the_spec():
+    spec = spec_with(*VICTIM)
+    key = "methods.toy.smoke.variants"
+
+    def check(chosen):
+        config._check_variants(spec, MethodConfig(variants=chosen), key, "params.yaml")
+
+    check(["victim", "attack"])  # fine
+    with pytest.raises(config.ConfigError, match=rf"{key}: unknown variant\(s\) 'hsja'"):
+        check(["victim", "hsja"])
+    with pytest.raises(config.ConfigError, match="evaluates the trained 'victim'"):
+        check(["attack", "baseline"])
+    with pytest.raises(config.ConfigError, match="listed twice"):
+        check(["victim", "victim"])
+
+
+# ------------------------------------------------------------------ seed-free checks
+
+
+def table(rows) -> pd.DataFrame:
+    return metrics_table([(Unit(*u), p, m, v) for u, p, m, v in rows])
+
+
+def test_one_seed_free_value_is_compared_exactly():
+    t = table([(("grid", "lp", None), "fp32", "gap", 0.25)])
+    verdict, measured = Threshold("lp", bound=0.2).evaluate(t, "gap")
+    assert verdict == "reproduced"
+    assert measured["ci_low"] == measured["ci_high"] == 0.25 and measured["seed_free"]
+    verdict, _ = Threshold("lp", bound=0.3).evaluate(t, "gap")
+    assert verdict == "not_reproduced"
+
+
+def test_one_seeded_value_stays_inconclusive():
+    t = table([(("grid", "lp", 0), "fp32", "gap", 0.25)])
+    verdict, measured = Threshold("lp", bound=0.2).evaluate(t, "gap")
+    assert verdict == "inconclusive" and math.isinf(measured["ci_high"])
+
+
+def test_seed_free_pairs_pool_over_tasks_not_copies():
+    rows = []
+    for task, (m, b) in {"a": (3.0, 1.0), "b": (2.0, 1.5), "c": (4.0, 1.0)}.items():
+        rows += [((task, "m", None), "fp32", "x", m), ((task, "b", None), "fp32", "x", b)]
+    verdict, measured = PairedDifference("m", "b").evaluate(table(rows), "x")
+    diffs = np.array([2.0, 0.5, 3.0])
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, 2) * diffs.std(ddof=1) / math.sqrt(3)
+    assert measured["n"] == 3 and measured["value"] == pytest.approx(diffs.mean())
+    assert measured["ci_low"] == pytest.approx(diffs.mean() - half)
+    assert verdict == ("reproduced" if diffs.mean() - half > 0 else "inconclusive")
+
+
+# ------------------------------------------------------------------ unit parameters
+
+
+def test_unit_parameters_are_columns_and_keys_of_pairing():
+    rows = []
+    for beta, (m, b) in {0.1: (1.0, 0.0), 0.9: (5.0, 1.0)}.items():
+        for seed in (0, 1, 2):
+            rows += [
+                (("perf", "m", seed, {"beta": beta}), "fp32", "err", m + seed),
+                (("perf", "b", seed, {"beta": beta}), "fp32", "err", b + seed),
+            ]
+    t = table(rows)
+    assert list(t.columns) == [
+        "task",
+        "variant",
+        "seed",
+        "beta",
+        "precision",
+        "metric",
+        "value",
+    ]
+    assert claims.param_columns(t) == ["beta"]
+    pivot = claims.wide(t, "err")
+    assert len(pivot) == 6  # (seed, beta) pairs: a beta is never averaged away
+    _, measured = PairedDifference("m", "b").evaluate(t, "err")
+    assert measured["n"] == 6 and measured["value"] == pytest.approx((1.0 * 3 + 4.0 * 3) / 6)
+
+
+def test_units_differing_only_in_an_undeclared_parameter_are_an_error():
+    t = table([(("perf", "m", 0), "fp32", "err", 1.0), (("perf", "m", 0), "fp32", "err", 2.0)])
+    with pytest.raises(ValueError, match="must carry it in Unit.params"):
+        claims.wide(t, "err")
+
+
+def test_metrics_table_keeps_seed_free_seeds_missing():
+    t = table([(("g", "lp", None), "fp32", "gap", 1.0), (("g", "lp", 2), "fp32", "gap", 2.0)])
+    assert str(t.seed.dtype) == "Int64"
+    assert t.seed.isna().tolist() == [True, False]
+
+
+# ------------------------------------------------------------------ resolved configs
+
+
+def test_resolved_files_separate_prepare_keys(monkeypatch):
+    spec = registry.get("ensloss")
+    narrowed = dataclasses.replace(spec, prepare_keys=("datasets", "max_rows"))
+    real_get = registry.get
+    monkeypatch.setattr(registry, "get", lambda s: narrowed if s == "ensloss" else real_get(s))
+    raw = copy.deepcopy(GOOD)
+    before = config.resolved_files(config.validate(raw))
+    raw["methods"]["ensloss"]["smoke"] = {**raw["methods"]["ensloss"]["smoke"], "epochs": 9}
+    after = config.resolved_files(config.validate(raw))
+    assert after["ensloss.json"] != before["ensloss.json"]
+    assert after["ensloss.prepare.json"] == before["ensloss.prepare.json"]
+    assert set(after["ensloss.prepare.json"]["method"]) == {"datasets", "max_rows"}
+    assert "asset.images.json" in after
+
+
+def test_asset_sections_are_validated():
+    raw = copy.deepcopy(GOOD)
+    raw["assets"]["nosuch"] = {}
+    with pytest.raises(config.ConfigError, match="assets.nosuch: unknown asset"):
+        config.validate(raw)
+    raw = copy.deepcopy(GOOD)
+    raw["assets"]["images"] = {"smoke": {"datasets": ["cifar"]}}
+    with pytest.raises(config.ConfigError, match="assets.images.smoke.datasets"):
+        config.validate(raw)
+    raw = copy.deepcopy(GOOD)
+    raw["assets"] = {}
+    with pytest.raises(config.ConfigError, match="keep at least `images: {}`"):
+        config.validate(raw)
+
+
+def test_missing_asset_names_the_command_that_rebuilds_it(tmp_path):
+    from reprolab.stages.assets import verified
+
+    with pytest.raises(io.CorruptDataError, match=r"dvc repro assets@images"):
+        verified(tmp_path, "images")
+
+
+def test_image_asset_without_the_dataset_names_the_params_key(tmp_path):
+    from reprolab.core import datasets
+
+    io.save_arrays(tmp_path, "digits", {"x": np.zeros((2, 4), np.uint8), "y": np.zeros(2)})
+    x, _ = datasets.image_asset(tmp_path, "digits")
+    assert x.shape == (2, 4)
+    with pytest.raises(datasets.MissingSourceError, match="assets.images.<profile>.datasets"):
+        datasets.image_asset(tmp_path, "fashion_mnist")
+
+
+# ------------------------------------------------------------------ cast precisions
+
+
+def test_bf16_cast_runs_in_bf16_and_stays_close_to_fp32():
+    import torch
+
+    from reprolab.core.precision import cast
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    x = torch.randn(32, 8)
+    low = cast(net, "bf16")
+    assert low.inner[0].weight.dtype == torch.bfloat16
+    assert net[0].weight.dtype == torch.float32  # the original is untouched
+    out, ref = low(x), net(x)
+    assert out.dtype == torch.float32
+    # bf16 keeps 8 mantissa bits: relative error ~ 2^-8 per op
+    assert torch.allclose(out, ref, rtol=0.05, atol=0.05) and not torch.equal(out, ref)
+    with pytest.raises(TypeError, match="needs an nn.Module"):
+        cast({"keep": 1}, "bf16")
