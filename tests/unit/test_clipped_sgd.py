@@ -11,8 +11,7 @@ import pytest
 import torch
 from scipy import optimize
 
-from reprolab.contract import Unit
-from reprolab.core.claims import Threshold
+from reprolab.core.claims import Threshold, Where
 from reprolab.core.training import fit_resumable
 from reprolab.methods.clipped_sgd import lightning_module, method, strategic
 from reprolab.methods.clipped_sgd.algorithms import (
@@ -22,8 +21,8 @@ from reprolab.methods.clipped_sgd.algorithms import (
     simulate_quadratic,
     summarize,
 )
-from reprolab.methods.clipped_sgd.claims import GrowsWithBeta, OnFamily
-from reprolab.methods.clipped_sgd.config import ClippedSGDConfig, parse_task, task_name
+from reprolab.methods.clipped_sgd.claims import CLAIMS
+from reprolab.methods.clipped_sgd.config import ClippedSGDConfig, task_name
 
 ZS = (np.random.default_rng(3).random(400) < 0.2).astype(float)
 
@@ -267,16 +266,17 @@ TINY = dict(
 
 def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
     cfg = ClippedSGDConfig(**TINY)
-    data, meta = method.prepare(cfg, (0,), tmp_path / "raw")
+    data, meta = method.prepare(cfg, (0,), tmp_path / "raw", {})
     assert sorted(data) == sorted(cfg.tasks())
+    units = {(u.task, u.variant): u for u in method.units(cfg, (0,), sorted(data))}
     for task in ("quad-beta0.5-c0.5-sigma0.5", "strat-beta0.5-c0.5-sigma0.5"):
         for variant in ("pcsgd", "dicesgd", "nonbinding"):
-            unit = Unit(task, variant, 0)
+            unit = units[task, variant]
             first = method.train_unit(unit, cfg, data[task], tmp_path / "a" / unit.id, print)
             again = method.train_unit(unit, cfg, data[task], tmp_path / "b" / unit.id, print)
             assert first.history == again.history
             metrics = method.evaluate_unit(
-                method.restore(unit, cfg, data[task], first.state), unit, cfg, data[task]
+                method.restore(unit, cfg, data[task], first.state), unit, cfg, data[task], []
             )
             assert all(math.isfinite(v) for v in metrics.values())
             if variant == "nonbinding":
@@ -285,7 +285,7 @@ def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
                 assert metrics["clip_fraction"] > 0.0
     # a strategic run stopped after its first epoch and resumed ends where a straight run
     # does (noise, draws and DiceSGD's error buffer all come back from the checkpoint)
-    unit = Unit("strat-beta0.5-c0.5-sigma0.5", "dicesgd", 0)
+    unit = units["strat-beta0.5-c0.5-sigma0.5", "dicesgd"]
     straight = method.train_unit(unit, cfg, data[unit.task], tmp_path / "s", print)
     resume = tmp_path / "r"
     stopped = method.strategic_module(unit, cfg, data[unit.task])
@@ -304,26 +304,39 @@ def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
     assert resumed.history == straight.history
 
 
-def test_task_names_round_trip():
-    for family, beta, c, sigma in [("quad", 0.25, 0.3, 0.0), ("strat", 2.0, 1e-3, 0.5)]:
-        assert parse_task(task_name(family, beta, c, sigma)) == (family, beta, c, sigma)
-    with pytest.raises(ValueError):
-        parse_task("quad-0.5")
+def test_units_carry_the_settings_as_parameters():
+    cfg = ClippedSGDConfig(**TINY)
+    tasks = cfg.tasks()
+    name = task_name("quad", 0.5, 0.5, 0.5)
+    assert tasks[name] == {"family": "quad", "beta": 0.5, "c": 0.5, "sigma": 0.5}
+    units = method.units(cfg, (0, 1), sorted(tasks))
+    assert all(u.param == tasks[u.task] for u in units)
+    assert {u.variant for u in units} == {"pcsgd", "dicesgd", "nonbinding"}
+    picked = ClippedSGDConfig(**TINY, variants=["pcsgd", "dicesgd"])
+    assert {u.variant for u in method.units(picked, (0,), sorted(tasks))} == {"pcsgd", "dicesgd"}
 
 
 # ---------------------------------------------------------------- claim checks
 
 
-def _table(values: dict[tuple[float, int], float], variant="pcsgd", metric="plateau_mse"):
+def _table(
+    values: dict[tuple[float, int], float], variant="pcsgd", metric="plateau_mse", family="quad"
+):
     rows = [
-        (task_name("quad", beta, 0.5, 0.0), variant, seed, "fp32", metric, v)
+        (task_name(family, beta, 0.5, 0.0), variant, seed, family, beta, 0.5, 0.0)
+        + ("fp32", metric, v)
         for (beta, seed), v in values.items()
     ]
-    return pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
+    columns = ["task", "variant", "seed", "family", "beta", "c", "sigma"]
+    return pd.DataFrame(rows, columns=[*columns, "precision", "metric", "value"])
+
+
+def _check(claim_id: str):
+    return next(c.check for c in CLAIMS if c.id == claim_id)
 
 
 def test_grows_with_beta_verdicts():
-    check = GrowsWithBeta("quad")
+    check = _check("bias_grows_with_beta")
     up = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(3)})
     assert check.evaluate(up, "plateau_mse")[0] == "reproduced"
     down = _table({(b, s): -b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(3)})
@@ -333,15 +346,15 @@ def test_grows_with_beta_verdicts():
     assert check.evaluate(mixed, "plateau_mse")[0] == "inconclusive"
     one = _table({(0.5, s): float(s) for s in range(3)})
     assert check.evaluate(one, "plateau_mse")[0] == "inconclusive"
-    assert GrowsWithBeta("strat").evaluate(up, "plateau_mse")[0] == "inconclusive"
+    assert _check("strat_bias_grows_with_beta").evaluate(up, "plateau_mse")[0] == "inconclusive"
 
 
 def test_on_family_only_reads_its_tasks():
     quad = _table({(0.0, s): -1.0 - 0.1 * s for s in range(4)}, "nonbinding", "tail_slope")
-    strat = quad.assign(task=task_name("strat", 0.0, 0.5, 0.0), value=0.0)
+    strat = quad.assign(task=task_name("strat", 0.0, 0.5, 0.0), family="strat", value=0.0)
     table = pd.concat([quad, strat])
-    check = OnFamily("quad", Threshold("nonbinding", -0.5, higher_is_better=False))
+    check = Where(Threshold("nonbinding", -0.5, higher_is_better=False), family="quad")
     verdict, measured = check.evaluate(table, "tail_slope")
     assert verdict == "reproduced" and measured["n"] == 4
-    flat = OnFamily("strat", Threshold("nonbinding", -0.5, higher_is_better=False))
+    flat = Where(Threshold("nonbinding", -0.5, higher_is_better=False), family="strat")
     assert flat.evaluate(table, "tail_slope")[0] == "not_reproduced"

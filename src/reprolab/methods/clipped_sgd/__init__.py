@@ -11,7 +11,11 @@ from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.clipped_sgd.claims import CLAIMS
-from reprolab.methods.clipped_sgd.config import PROFILE_DEFAULTS, ClippedSGDConfig
+from reprolab.methods.clipped_sgd.config import (
+    PREPARE_KEYS,
+    PROFILE_DEFAULTS,
+    ClippedSGDConfig,
+)
 
 SPEC = MethodSpec(
     slug="clipped_sgd",
@@ -49,6 +53,7 @@ SPEC = MethodSpec(
         "predicted_floor",
     ),
     readme=Path(__file__).with_name("README.md"),
+    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "chains": 4,
         "history_points": 5,

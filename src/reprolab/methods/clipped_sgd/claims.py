@@ -10,7 +10,11 @@ strategic classification), pooling its sweep settings (beta, c, sigma) and seeds
   least as often as higher (core PairedMajority).
 - grows with beta: per (c, sigma) and seed, the Spearman correlation of PCSGD's plateau
   with beta; reproduced if the 95% interval of the mean correlation is above 0, not
-  reproduced if below 0 (inconclusive with fewer than two betas).
+  reproduced if below 0 (inconclusive with fewer than two betas) (core Trend).
+
+Each check is restricted to its family by core ``Where(check, family=...)``, reading the
+``family`` and ``beta`` columns of the metrics table (unit parameters; nothing is parsed
+out of task names).
 - keeps falling (control, DiceSGD): slope of log mse against log t over t >= T/10;
   an unbiased method with gamma_t ~ 1/t has mse ~ 1/t (slope about -1), a bias floor gives
   slope about 0. Reproduced if the interval is below -0.5, not reproduced if above.
@@ -20,100 +24,9 @@ strategic classification), pooling its sweep settings (beta, c, sigma) and seeds
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
-
-from reprolab.core.claims import Claim, PairedMajority, Threshold
-from reprolab.methods.clipped_sgd.config import parse_task
+from reprolab.core.claims import Claim, PairedMajority, Threshold, Trend, Where
 
 SLOPE_BOUND = -0.5
-
-
-def _family_rows(table: pd.DataFrame, family: str) -> pd.DataFrame:
-    return table[table.task.map(lambda t: parse_task(t)[0] == family)]
-
-
-def _nothing(summary: str) -> tuple[str, dict[str, Any]]:
-    nan = float("nan")
-    return "inconclusive", {"value": nan, "ci_low": nan, "ci_high": nan, "summary": summary}
-
-
-@dataclass(frozen=True)
-class OnFamily:
-    """Apply ``check`` to the tasks of one family only."""
-
-    family: str
-    check: Any
-
-    def variants(self) -> tuple[str, ...]:
-        return self.check.variants()
-
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        rows = _family_rows(table, self.family)
-        if rows.empty:
-            return _nothing(f"no {self.family} tasks in this profile")
-        verdict, measured = self.check.evaluate(rows, metric)
-        measured["summary"] = f"[{self.family}] {measured['summary']}"
-        return verdict, measured
-
-
-@dataclass(frozen=True)
-class GrowsWithBeta:
-    """``metric`` of ``variant`` increases with beta within every (c, sigma) setting."""
-
-    family: str
-    variant: str = "pcsgd"
-    confidence: float = 0.95
-
-    def variants(self) -> tuple[str, ...]:
-        return (self.variant,)
-
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        from reprolab.core.stats import t_interval
-
-        rows = _family_rows(table, self.family)
-        rows = rows[(rows.variant == self.variant) & (rows.metric == metric)]
-        if rows.empty:
-            return _nothing(f"no {self.family} tasks in this profile")
-        params = rows.task.map(parse_task)
-        rows = rows.assign(
-            beta=params.map(lambda p: p[1]),
-            setting=params.map(lambda p: f"c={p[2]:g},sigma={p[3]:g}"),
-        )
-        if rows.beta.nunique() < 2:
-            return _nothing(f"[{self.family}] one beta only: no trend to test")
-        rhos, gaps = [], []
-        for _, group in rows.groupby(["setting", "seed"]):
-            group = group.sort_values("beta")
-            if group.beta.nunique() < 2:
-                continue
-            rho = float(group.beta.corr(group.value, method="spearman"))
-            if rho == rho:  # a constant metric has no rank correlation (NaN)
-                rhos.append(rho)
-                gaps.append(float(group.value.iloc[-1] - group.value.iloc[0]))
-        if not rhos:
-            return _nothing(f"[{self.family}] {metric} constant within every setting")
-        iv = t_interval(rhos, self.confidence)
-        gap = sum(gaps) / len(gaps)
-        if iv.low > 0:
-            verdict = "reproduced"
-        elif iv.high < 0:
-            verdict = "not_reproduced"
-        else:
-            verdict = "inconclusive"
-        return verdict, {
-            "value": iv.mean,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "n": iv.n,
-            "mean_gap_largest_minus_smallest_beta": gap,
-            "summary": (
-                f"[{self.family}] Spearman(beta, {self.variant} {metric}) = {iv.mean:.3g} over "
-                f"{iv.n} (setting, seed) groups; largest - smallest beta: {gap:.3g}"
-            ),
-        }
 
 
 _QUAD = (
@@ -137,7 +50,9 @@ def _claims(family: str, setting: str) -> tuple[Claim, ...]:
             paper_value=f"'PCSGD error plateaus above zero' ({_NO_NUMBER})",
             paper_setting=setting,
             metric="plateau_mse",
-            check=OnFamily(family, PairedMajority("pcsgd", "nonbinding", higher_is_better=True)),
+            check=Where(
+                PairedMajority("pcsgd", "nonbinding", higher_is_better=True), family=family
+            ),
         ),
         Claim(
             id=f"{prefix}bias_grows_with_beta",
@@ -145,7 +60,7 @@ def _claims(family: str, setting: str) -> tuple[Claim, ...]:
             paper_value=f"'PCSGD has a bias floor that grows with distribution sensitivity beta' ({_NO_NUMBER})",
             paper_setting=setting,
             metric="plateau_mse",
-            check=GrowsWithBeta(family),
+            check=Where(Trend("pcsgd", "beta"), family=family),
         ),
         Claim(
             id=f"{prefix}control_unbiased",
@@ -153,7 +68,9 @@ def _claims(family: str, setting: str) -> tuple[Claim, ...]:
             paper_value=f"'zero bias when c >= max |g| (control)' ({_NO_NUMBER})",
             paper_setting=setting,
             metric="tail_slope",
-            check=OnFamily(family, Threshold("nonbinding", SLOPE_BOUND, higher_is_better=False)),
+            check=Where(
+                Threshold("nonbinding", SLOPE_BOUND, higher_is_better=False), family=family
+            ),
         ),
         Claim(
             id=f"{prefix}dicesgd_keeps_falling",
@@ -161,7 +78,7 @@ def _claims(family: str, setting: str) -> tuple[Claim, ...]:
             paper_value=f"'DiceSGD error keeps falling ~1/t' ({_NO_NUMBER})",
             paper_setting=setting,
             metric="tail_slope",
-            check=OnFamily(family, Threshold("dicesgd", SLOPE_BOUND, higher_is_better=False)),
+            check=Where(Threshold("dicesgd", SLOPE_BOUND, higher_is_better=False), family=family),
         ),
         Claim(
             id=f"{prefix}dicesgd_below_pcsgd",
@@ -169,7 +86,7 @@ def _claims(family: str, setting: str) -> tuple[Claim, ...]:
             paper_value=f"'DiceSGD has none' (no bias floor; {_NO_NUMBER})",
             paper_setting=setting,
             metric="plateau_mse",
-            check=OnFamily(family, PairedMajority("dicesgd", "pcsgd", higher_is_better=False)),
+            check=Where(PairedMajority("dicesgd", "pcsgd", higher_is_better=False), family=family),
         ),
     )
 

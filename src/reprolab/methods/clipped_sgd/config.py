@@ -2,37 +2,24 @@
 
 Tasks are the settings of the sweep: every (beta, c, sigma) of the quadratic grid
 (``quad_*``) and of the strategic-classification grid (``strat_*``); ``c`` is PCSGD's
-clip and DiceSGD's C1 (C2 = dice_c2_ratio * C1), sigma the privacy-noise level.
+clip and DiceSGD's C1 (C2 = dice_c2_ratio * C1), sigma the privacy-noise level. A task's
+name is for people only: its settings travel as unit parameters (``family``, ``beta``,
+``c``, ``sigma``), columns of the metrics table.
 """
 
 from __future__ import annotations
-
-import re
-from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from reprolab.contract import MethodConfig
 
-Variant = Literal["pcsgd", "dicesgd", "nonbinding"]
-
-_TASK = re.compile(r"^(quad|strat)-beta([0-9.e+-]+)-c([0-9.e+-]+)-sigma([0-9.e+-]+)$")
-
 
 def task_name(family: str, beta: float, c: float, sigma: float) -> str:
+    """A readable task name (never parsed: the settings are the unit's parameters)."""
     return f"{family}-beta{beta:g}-c{c:g}-sigma{sigma:g}"
 
 
-def parse_task(name: str) -> tuple[str, float, float, float]:
-    """(family, beta, c, sigma) of a task name written by :func:`task_name`."""
-    m = _TASK.match(name)
-    if m is None:
-        raise ValueError(f"not a clipped_sgd task name: {name!r}")
-    return m.group(1), float(m.group(2)), float(m.group(3)), float(m.group(4))
-
-
 class ClippedSGDConfig(MethodConfig):
-    variants: list[Variant] = Field(default=["pcsgd", "dicesgd", "nonbinding"], min_length=2)
     #: independent chains per unit, run side by side; errors are means over chains
     chains: int = Field(default=32, ge=2)
     #: DiceSGD's C2 / C1 (>= 1, so ||E clip_C1(g)|| <= C1 <= C2 and the residual fits)
@@ -96,13 +83,6 @@ class ClippedSGDConfig(MethodConfig):
             raise ValueError("sensitivities beta must be distinct and >= 0")
         return v
 
-    @field_validator("variants")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if "pcsgd" not in v or len(set(v)) != len(v):
-            raise ValueError("variants must be distinct and include 'pcsgd'")
-        return v
-
     @model_validator(mode="after")
     def _checks(self) -> ClippedSGDConfig:
         if any(self.quad_a * beta >= 1 for beta in self.quad_betas):
@@ -121,21 +101,41 @@ class ClippedSGDConfig(MethodConfig):
     def strat_steps(self) -> int:
         return self.strat_epochs * self.strat_steps_per_epoch
 
-    def tasks(self) -> list[str]:
-        quad = [
-            task_name("quad", b, c, s)
-            for b in self.quad_betas
-            for c in self.quad_clips
-            for s in self.quad_sigmas
-        ]
-        strat = [
-            task_name("strat", b, c, s)
-            for b in self.strat_betas
-            for c in self.strat_clips
-            for s in self.strat_sigmas
-        ]
-        return quad + strat
+    def tasks(self) -> dict[str, dict[str, str | float]]:
+        """Task name -> its settings (the unit parameters: family, beta, c, sigma)."""
+        grids = (
+            ("quad", self.quad_betas, self.quad_clips, self.quad_sigmas),
+            ("strat", self.strat_betas, self.strat_clips, self.strat_sigmas),
+        )
+        return {
+            task_name(family, b, c, s): {"family": family, "beta": b, "c": c, "sigma": s}
+            for family, betas, clips, sigmas in grids
+            for b in betas
+            for c in clips
+            for s in sigmas
+        }
 
+
+#: the config keys prepare reads (the task grids, the data and the reference points)
+PREPARE_KEYS = (
+    "data_seed",
+    "quad_a",
+    "quad_b",
+    "quad_p",
+    "quad_m",
+    "quad_betas",
+    "quad_clips",
+    "quad_sigmas",
+    "quad_radius",
+    "strat_n",
+    "strat_d",
+    "strat_strategic",
+    "strat_lam",
+    "strat_betas",
+    "strat_clips",
+    "strat_sigmas",
+    "strat_radius",
+)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

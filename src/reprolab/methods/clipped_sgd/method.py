@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reprolab.contract import TrainedUnit, Unit
-from reprolab.methods.clipped_sgd.config import ClippedSGDConfig, parse_task
+from reprolab.methods.clipped_sgd.config import ClippedSGDConfig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,10 +33,10 @@ def prepare(
     tasks: dict[str, dict[str, np.ndarray]] = {}
     meta: dict = {"sizes": {}, "theta_ps": {}, "rrm_iterations": {}}
     zs = (np.random.default_rng(cfg.data_seed).random(cfg.quad_m) < cfg.quad_p).astype(float)
-    for name in cfg.tasks():
-        family, beta, c, _sigma = parse_task(name)
-        if family != "quad":
+    for name, setting in cfg.tasks().items():
+        if setting["family"] != "quad":
             continue
+        beta, c = setting["beta"], setting["c"]
         model = Quadratic(cfg.quad_a, cfg.quad_b, beta, zs)
         tasks[name] = {
             "z": zs,
@@ -51,10 +51,10 @@ def prepare(
             cfg.strat_n, cfg.strat_d, cfg.strat_strategic, cfg.data_seed
         )
         references = {}
-        for name in cfg.tasks():
-            family, beta, c, _sigma = parse_task(name)
-            if family != "strat":
+        for name, setting in cfg.tasks().items():
+            if setting["family"] != "strat":
                 continue
+            beta, c = setting["beta"], setting["c"]
             if beta not in references:
                 references[beta] = strategic.performative_stable_point(
                     x, y, mask, beta, cfg.strat_lam
@@ -80,17 +80,20 @@ def prepare(
 
 
 def units(cfg: ClippedSGDConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.clipped_sgd import SPEC
+
+    settings = cfg.tasks()
     return [
-        Unit(task, variant, seed)
+        Unit(task, variant, seed, settings[task])
         for task in sorted(tasks)
         for seed in seeds
-        for variant in cfg.variants
+        for variant in SPEC.selected_variants(cfg)
     ]
 
 
 def _clips(unit: Unit, cfg: ClippedSGDConfig, data: dict) -> tuple[float, float]:
     """(c or C1, C2) of a unit: the non-binding control clips at sup ||g|| on X."""
-    _, _, c, _ = parse_task(unit.task)
+    c = float(unit.param["c"])
     if unit.variant == "nonbinding":
         c = float(data["c_nonbinding"])
     return c, cfg.dice_c2_ratio * c
@@ -99,7 +102,7 @@ def _clips(unit: Unit, cfg: ClippedSGDConfig, data: dict) -> tuple[float, float]
 def run_quadratic(unit: Unit, cfg: ClippedSGDConfig, data: dict):
     from reprolab.methods.clipped_sgd.algorithms import Quadratic, simulate_quadratic
 
-    _, beta, _, sigma = parse_task(unit.task)
+    beta, sigma = float(unit.param["beta"]), float(unit.param["sigma"])
     c, c2 = _clips(unit, cfg, data)
     zs = np.asarray(data["z"], dtype=float)
     model = Quadratic(cfg.quad_a, cfg.quad_b, beta, zs)
@@ -125,7 +128,7 @@ def run_quadratic(unit: Unit, cfg: ClippedSGDConfig, data: dict):
 def strategic_module(unit: Unit, cfg: ClippedSGDConfig, data: dict):
     from reprolab.methods.clipped_sgd.lightning_module import StrategicClassification
 
-    _, beta, _, sigma = parse_task(unit.task)
+    beta, sigma = float(unit.param["beta"]), float(unit.param["sigma"])
     c, c2 = _clips(unit, cfg, data)
     return StrategicClassification(
         np.asarray(data["x"]),
@@ -181,10 +184,9 @@ def train_unit(
 
     from reprolab.methods.clipped_sgd.algorithms import log_steps, summarize
 
-    family = parse_task(unit.task)[0]
     run = (
         run_quadratic(unit, cfg, data)
-        if family == "quad"
+        if unit.param["family"] == "quad"
         else run_strategic(unit, cfg, data, resume_dir)
     )
     if not np.all(np.isfinite(run.mse)):
@@ -235,8 +237,8 @@ def plots(table: pd.DataFrame, out_dir: Path, histories: dict | None = None) -> 
 
     paths = []
     for family in ("quad", "strat"):
-        if histories and any(parse_task(u.task)[0] == family for u in histories):
+        if histories and any(u.param["family"] == family for u in histories):
             paths.append(error_curves(histories, table, family, out_dir / f"{family}_error.png"))
-        if (table.task.map(lambda t: parse_task(t)[0]) == family).any():
+        if (table.family == family).any():
             paths.append(plateau_vs_beta(table, family, out_dir / f"{family}_plateau.png"))
     return paths

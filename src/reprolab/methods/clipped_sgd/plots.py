@@ -14,7 +14,6 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
-from reprolab.methods.clipped_sgd.config import parse_task  # noqa: E402
 
 COLORS = {"pcsgd": "tab:red", "dicesgd": "tab:blue", "nonbinding": "tab:green"}
 # DiceSGD and the control often coincide: dashes keep both visible.
@@ -27,9 +26,10 @@ def error_curves(histories: dict, table: pd.DataFrame, family: str, path: Path) 
     theta_PS against the iteration, one line per method; dashed: PCSGD's predicted floor."""
     rows = []
     for unit, history in histories.items():
-        fam, beta, c, sigma = parse_task(unit.task)
-        if fam != family:
+        setting = unit.param
+        if setting["family"] != family:
             continue
+        beta, c, sigma = setting["beta"], setting["c"], setting["sigma"]
         for h in history:
             rows.append(
                 {
@@ -88,13 +88,11 @@ def plateau_vs_beta(table: pd.DataFrame, family: str, path: Path) -> Path:
     rows = table[
         (table.precision == "fp32") & (table.metric.isin(["plateau_mse", "predicted_floor"]))
     ]
-    params = rows.task.map(parse_task)
-    rows = rows.assign(
-        family=params.map(lambda p: p[0]),
-        beta=params.map(lambda p: p[1]),
-        setting=params.map(lambda p: f"c={p[2]:g}, sigma={p[3]:g}"),
-    )
     rows = rows[rows.family == family]
+    rows = rows.assign(
+        beta=rows.beta.astype(float),
+        setting=[f"c={c:g}, sigma={s:g}" for c, s in zip(rows.c, rows.sigma, strict=True)],
+    )
     settings = sorted(rows.setting.unique())
     fig, axes = plt.subplots(1, len(settings), figsize=(4 * len(settings), 3.4), squeeze=False)
     for ax, setting in zip(axes[0], settings, strict=True):
