@@ -26,7 +26,15 @@ def main(argv: list[str] | None = None) -> int:
         "(the DVC stage `validate`, which every other stage depends on)",
     )
     sub.add_parser("list", help="list registered methods")
+    p = sub.add_parser("worker", help="start/stop/status of the preloaded stage worker")
+    p.add_argument("worker_args", nargs=argparse.REMAINDER, help="start|stop|status [--idle S]")
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        # `python -m reprolab worker ...` gets here only when cli.main is called directly;
+        # __main__ routes it to reprolab.worker without importing this module.
+        from reprolab.worker import command
+
+        return command(args.worker_args)
 
     from reprolab import config, registry
     from reprolab.core.io import CorruptDataError
@@ -57,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             if idle:
                 print(f"registered but not in params.yaml (not run): {', '.join(idle)}")
             if args.out:
-                from reprolab.core.io import atomic_dir, write_json
+                from reprolab.stages import validate
 
-                with atomic_dir(root / args.out) as tmp:
-                    for name, content in config.resolved_files(project).items():
-                        write_json(tmp / name, content)
+                if args.out != validate.CONFIG_DIR:
+                    parser.error(f"--out must be {validate.CONFIG_DIR} (dvc.yaml's validate stage)")
+                validate.run(root)
             return 0
         from reprolab.stages import run_stage
 

@@ -28,7 +28,7 @@ import yaml
 from pydantic import ValidationError
 
 from reprolab import registry
-from reprolab.contract import MethodConfig
+from reprolab.contract import MethodConfig, StrictConfig
 from reprolab.core import schemes
 
 PROFILES = ("smoke", "paper")
@@ -46,9 +46,9 @@ class ProjectConfig:
     seeds: tuple[int, ...]
     methods: dict[str, MethodConfig]  # active profile's config of every method
     raw: dict[str, Any]
-    assets: dict[str, MethodConfig] = field(default_factory=dict)  # active profile's
+    assets: dict[str, StrictConfig] = field(default_factory=dict)  # active profile's
 
-    def asset(self, name: str) -> MethodConfig:
+    def asset(self, name: str) -> StrictConfig:
         registry.check_asset(name)
         if name not in self.assets:
             raise ConfigError(
@@ -145,7 +145,7 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
     )
 
 
-def _validate_assets(sections: Any, profile: str, source: str) -> dict[str, MethodConfig]:
+def _validate_assets(sections: Any, profile: str, source: str) -> dict[str, StrictConfig]:
     if not isinstance(sections, dict):
         raise ConfigError(f"{source}: assets: expected a mapping of asset name -> section")
     known = registry.asset_names()
@@ -166,7 +166,7 @@ def _validate_assets(sections: Any, profile: str, source: str) -> dict[str, Meth
     return out
 
 
-def asset_config(name: str, profile: str, overrides: Any, source: str) -> MethodConfig:
+def asset_config(name: str, profile: str, overrides: Any, source: str) -> StrictConfig:
     spec = registry.asset(name)
     if not isinstance(overrides, dict):
         raise ConfigError(f"{source}: assets.{name}.{profile}: expected a mapping")
@@ -211,6 +211,12 @@ def _check_variants(spec, cfg: MethodConfig, key: str, source: str) -> None:
         )
     if len(set(chosen)) != len(chosen):
         raise ConfigError(f"{source}: {key}: a variant is listed twice: {chosen}")
+    method = [v.name for v in spec.variants if v.is_method]
+    if method and method[0] not in chosen:
+        raise ConfigError(
+            f"{source}: {key}: the method variant {method[0]!r} is not selected; "
+            f"the claims compare it with the others"
+        )
     for name in chosen:
         source_variant = spec.trained_variant(name)
         if source_variant not in chosen:

@@ -63,11 +63,15 @@ def _fractions(v: list[float]) -> list[float]:
 Split = Annotated[list[float], Field(min_length=3, max_length=3), AfterValidator(_fractions)]
 
 
-class MethodConfig(BaseModel):
-    """Base class of every method's typed config: unknown keys and wrong types are errors
-    (strict: ``epochs: "3"`` or ``epochs: true`` is rejected, not coerced)."""
+class StrictConfig(BaseModel):
+    """Base of every typed config (methods and assets): unknown keys and wrong types are
+    errors (strict: ``epochs: "3"`` or ``epochs: true`` is rejected, not coerced)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class MethodConfig(StrictConfig):
+    """Base class of every method's typed config."""
 
     #: quantization schemes for this method's quantize stage (see
     #: ``reprolab.core.schemes``); ``None`` keeps the method's default
@@ -207,7 +211,7 @@ class AssetSpec:
 
     name: str
     title: str
-    config_model: type[MethodConfig]
+    config_model: type[StrictConfig]
     profile_defaults: dict[str, dict[str, Any]]
     build: str
     #: what to install when a source is missing (shown before any compute)

@@ -36,17 +36,23 @@ def stages(root: Path) -> list[str]:
         return [stage.addressing for stage in order]
 
 
+def setup(root: Path) -> list[str]:
+    """The stages every method's chain starts from: ``validate`` and the assets."""
+    return [n for n in stages(root) if n == "validate" or split_name(n)[0] == "assets"]
+
+
 def chain(root: Path, slug: str) -> list[str]:
-    """The stages of one method (``<stage>@<slug>``) in dependency order."""
-    mine = [n for n in stages(root) if split_name(n)[1] == slug]
+    """The stages of one method (``<stage>@<slug>``) in dependency order, after the
+    setup stages they depend on (validate, assets)."""
+    mine = [n for n in stages(root) if split_name(n)[1] == slug and split_name(n)[0] != "assets"]
     if not mine:
         raise KeyError(f"dvc.yaml has no stages for method {slug!r}")
-    return mine
+    return [*setup(root), *mine]
 
 
 def shared(root: Path) -> list[str]:
-    """The stages that belong to no method (the report), in dependency order."""
-    return [n for n in stages(root) if split_name(n)[1] is None]
+    """The stages downstream of every method (the report), in dependency order."""
+    return [n for n in stages(root) if split_name(n)[1] is None and n != "validate"]
 
 
 def status(root: Path, name: str) -> dict:

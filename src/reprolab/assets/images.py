@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from reprolab.contract import AssetSpec, MethodConfig
+from reprolab.contract import AssetSpec, StrictConfig
 
 Dataset = Literal["digits", "mnist", "fashion_mnist"]
 
 
-class ImagesConfig(MethodConfig):
+class ImagesConfig(StrictConfig):
     datasets: list[Dataset] = Field(default=["digits", "mnist"], min_length=1)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reprolab.paths import STAGES
 
-ALL_STAGES = ("assets", *STAGES, "report")
+ALL_STAGES = ("validate", "assets", *STAGES, "report")
 
 
 def run_stage(stage: str, slug: str | None, root: Path) -> dict:
@@ -17,7 +17,7 @@ def run_stage(stage: str, slug: str | None, root: Path) -> dict:
     if stage not in ALL_STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(ALL_STAGES)}")
     module = importlib.import_module(f"reprolab.stages.{stage}")
-    if stage == "report":
+    if stage in ("validate", "report"):
         return module.run(root)
     if stage == "assets":
         if slug is None:
