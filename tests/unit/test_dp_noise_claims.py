@@ -8,26 +8,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reprolab.methods.dp_noise.claims import (
-    CLAIMS,
-    AtTask,
-    BeatsBetterBaseline,
-    GapShrinks,
-    gains,
-    parse_task,
-)
+from reprolab.core.claims import PairedDifference, Where
+from reprolab.methods.dp_noise import method
+from reprolab.methods.dp_noise.claims import CLAIMS, BeatsBetterBaseline, GapShrinks, gains
 from reprolab.methods.dp_noise.config import DPNoiseConfig, task_name
 
 
 def table(eps: dict[tuple[int, str], float], seeds=range(3), spread=1e-4) -> pd.DataFrame:
-    """eps_ref per (k, variant) at sigma/s = 5, with a little seed noise on 'optimized'."""
+    """eps_ref per (k, variant) at sigma/s = 5, with a little seed noise on 'optimized';
+    the baselines are seed-free (one row each), as the hooks make them."""
     rng = np.random.default_rng(0)
     rows = []
     for (k, variant), value in eps.items():
-        for seed in seeds:
+        for seed in seeds if variant == "optimized" else (None,):
             noise = spread * rng.standard_normal() if variant == "optimized" else 0.0
-            rows.append((task_name(5.0, k), variant, seed, "fp32", "eps_ref", value + noise))
-    return pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
+            rows.append(
+                (task_name(5.0, k), variant, seed, 5.0, k, "fp32", "eps_ref", value + noise)
+            )
+    columns = ["task", "variant", "seed", "sigma", "k", "precision", "metric", "value"]
+    out = pd.DataFrame(rows, columns=columns)
+    out["seed"] = out["seed"].astype("Int64")
+    return out
 
 
 PAPER_LIKE = {
@@ -46,12 +47,25 @@ PAPER_LIKE = {
 }
 
 
-def test_task_names_round_trip():
-    assert parse_task(task_name(5.0, 10)) == (5.0, 10)
-    assert parse_task(task_name(2.5, 200)) == (2.5, 200)
-    assert [t for t, _, _ in DPNoiseConfig(compositions=[40, 10]).tasks()] == [
-        "sigma5_k10",
-        "sigma5_k40",
+def test_tasks_and_seed_free_units():
+    cfg = DPNoiseConfig(compositions=[40, 10])
+    assert cfg.tasks() == {
+        "sigma5_k10": {"sigma": 5.0, "k": 10},
+        "sigma5_k40": {"sigma": 5.0, "k": 40},
+    }
+    units = method.units(cfg, (0, 1), sorted(cfg.tasks()))
+    by_variant = {
+        v: [u for u in units if u.variant == v] for v in ("optimized", "gaussian", "laplace")
+    }
+    assert all(u.seed is None for u in by_variant["gaussian"] + by_variant["laplace"])
+    assert len(by_variant["gaussian"]) == 2  # once per task, not per seed
+    assert sorted(u.seed for u in by_variant["optimized"]) == [0, 0, 1, 1]
+    assert all(u.param == cfg.tasks()[u.task] for u in units)
+    # without jitter every seed starts from the same point: the optimiser is seed-free too
+    still = DPNoiseConfig(compositions=[10], init_jitter=0.0, variants=["optimized", "gaussian"])
+    assert [(u.variant, u.seed) for u in method.units(still, (0, 1), ["sigma5_k10"])] == [
+        ("optimized", None),
+        ("gaussian", None),
     ]
 
 
@@ -61,15 +75,25 @@ def test_gain_is_relative_to_the_better_baseline():
     assert at10 == pytest.approx(1 - 2.66 / 2.83)
 
 
+def test_the_k10_claims_are_core_checks_at_one_setting():
+    by_id = {c.id: c.check for c in CLAIMS}
+    assert by_id["vs_gaussian_k10"] == Where(
+        PairedDifference("optimized", "gaussian", higher_is_better=False), sigma=5.0, k=10
+    )
+
+
 def test_at_task_verdicts():
-    check = AtTask("optimized", "gaussian", sigma=5.0, k=10)
+    check = Where(
+        PairedDifference("optimized", "gaussian", higher_is_better=False), sigma=5.0, k=10
+    )
     assert check.evaluate(table(PAPER_LIKE), "eps_ref")[0] == "reproduced"
     worse = dict(PAPER_LIKE) | {(10, "optimized"): 3.0}
     verdict, measured = check.evaluate(table(worse), "eps_ref")
     assert verdict == "not_reproduced" and measured["value"] == pytest.approx(0.08, abs=1e-3)
     noisy = dict(PAPER_LIKE) | {(10, "optimized"): 2.92}
     assert check.evaluate(table(noisy, spread=0.05), "eps_ref")[0] == "inconclusive"
-    missing = AtTask("optimized", "gaussian", sigma=5.0, k=7).evaluate(table(PAPER_LIKE), "eps_ref")
+    at7 = Where(PairedDifference("optimized", "gaussian", higher_is_better=False), sigma=5.0, k=7)
+    missing = at7.evaluate(table(PAPER_LIKE), "eps_ref")
     assert missing[0] == "inconclusive" and math.isnan(missing[1]["value"])
 
 

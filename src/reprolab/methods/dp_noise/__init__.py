@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.dp_noise.claims import CLAIMS
-from reprolab.methods.dp_noise.config import PROFILE_DEFAULTS, DPNoiseConfig
+from reprolab.methods.dp_noise.config import PREPARE_KEYS, PROFILE_DEFAULTS, DPNoiseConfig
 
 SPEC = MethodSpec(
     slug="dp_noise",
@@ -43,6 +43,7 @@ SPEC = MethodSpec(
     ),
     metrics=("eps_ref", "eps", "eps_low", "eps_moments"),
     readme=Path(__file__).with_name("README.md"),
+    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "compositions": [10],
         "bins_per_sensitivity": 4,

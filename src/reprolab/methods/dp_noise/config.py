@@ -7,16 +7,13 @@ of s before the geometric tails start.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, field_validator, model_validator
 
 from reprolab.contract import MethodConfig
 
-Mechanism = Literal["optimized", "gaussian", "laplace"]
-
 
 def task_name(sigma: float, k: int) -> str:
+    """A readable task name (never parsed: sigma and k are the unit's parameters)."""
     return f"sigma{sigma:g}_k{k}"
 
 
@@ -27,7 +24,6 @@ class DPNoiseConfig(MethodConfig):
     compositions: list[int] = Field(default=[10, 100], min_length=1)
     #: target delta of the (eps, delta) guarantee
     delta: float = Field(default=1e-6, gt=0, lt=1)
-    variants: list[Mechanism] = Field(default=["optimized", "gaussian", "laplace"], min_length=2)
     #: m = s / Delta, bins per sensitivity (the shifts are 1..m bins); paper: 20
     bins_per_sensitivity: int = Field(default=5, ge=1, le=64)
     #: N, free bins before the geometric tail; paper: 2000
@@ -42,7 +38,8 @@ class DPNoiseConfig(MethodConfig):
     #: alpha is kept in (1, alpha_max]: at k = 1 the bound's optimum runs off to infinity
     alpha_max: float = Field(default=256.0, gt=1)
     #: the seed's only role: p0 is multiplied by exp(jitter * z), z ~ N(0, 1), before
-    #: Algorithm 2 restores its variance (0 = every seed starts from the same point)
+    #: Algorithm 2 restores its variance (0 = every seed starts from the same point, and
+    #: the optimized noise is a seed-free unit like the baselines)
     init_jitter: float = Field(default=0.01, ge=0, le=1)
     #: privacy-loss grid of both accountants (this method's and dp-accounting's)
     loss_grid: float = Field(default=1e-4, gt=0, le=0.1)
@@ -63,13 +60,6 @@ class DPNoiseConfig(MethodConfig):
             raise ValueError("compositions must be distinct integers >= 1")
         return sorted(v)
 
-    @field_validator("variants")
-    @classmethod
-    def _method_present(cls, v: list[str]) -> list[str]:
-        if "optimized" not in v or len(set(v)) != len(v):
-            raise ValueError("variants must be distinct and include 'optimized'")
-        return v
-
     @model_validator(mode="after")
     def _grid_is_wide_enough(self) -> DPNoiseConfig:
         width = self.n_bins / self.bins_per_sensitivity
@@ -81,8 +71,18 @@ class DPNoiseConfig(MethodConfig):
                 )
         return self
 
-    def tasks(self) -> list[tuple[str, float, int]]:
-        return [(task_name(s, k), s, k) for s in self.sigma_ratios for k in self.compositions]
+    def tasks(self) -> dict[str, dict[str, float | int]]:
+        """Task name -> its setting (the unit parameters sigma and k)."""
+        return {
+            task_name(s, k): {"sigma": s, "k": k}
+            for s in self.sigma_ratios
+            for k in self.compositions
+        }
+
+
+#: the config keys prepare reads; n_bins and bins_per_sensitivity only through the grid
+#: check every validated copy of the config runs (prepare's arrays do not depend on them)
+PREPARE_KEYS = ("sigma_ratios", "compositions", "delta", "n_bins", "bins_per_sensitivity")
 
 
 PROFILE_DEFAULTS = {

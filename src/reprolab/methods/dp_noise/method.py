@@ -31,22 +31,38 @@ def prepare(
     """No data: one 'dataset' per (sigma/s, k) task holding its parameters."""
     tasks = {
         name: {
-            "sigma": np.array([sigma]),
-            "k": np.array([k], dtype=np.int64),
+            "sigma": np.array([float(setting["sigma"])]),
+            "k": np.array([setting["k"]], dtype=np.int64),
             "delta": np.array([cfg.delta]),
         }
-        for name, sigma, k in cfg.tasks()
+        for name, setting in cfg.tasks().items()
     }
     return tasks, {"sizes": {}, "delta": cfg.delta, "sensitivity": 1.0}
 
 
+#: closed-form or numerically accounted noise with no random part: seed-free
+SEED_FREE = ("gaussian", "laplace")
+
+
+def seeded(variant: str, cfg: DPNoiseConfig) -> bool:
+    """Whether a variant's result depends on the seed: only the optimised noise does, and
+    only through the jitter of its starting point (``init_jitter > 0``)."""
+    return variant not in SEED_FREE and cfg.init_jitter > 0
+
+
 def units(cfg: DPNoiseConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [
-        Unit(task, variant, seed)
-        for task in sorted(tasks)
-        for seed in seeds
-        for variant in cfg.variants
-    ]
+    """Per (sigma, k) task: the Gaussian and Laplace baselines once (seed-free: their
+    epsilon is a closed form or a deterministic PLD computation), the optimised noise once
+    per seed (the seed jitters its starting point)."""
+    from reprolab.methods.dp_noise import SPEC
+
+    settings = cfg.tasks()
+    out = []
+    for task in sorted(tasks):
+        for variant in SPEC.selected_variants(cfg):
+            for seed in seeds if seeded(variant, cfg) else (None,):
+                out.append(Unit(task, variant, seed, settings[task]))
+    return out
 
 
 def _setting(data: dict) -> tuple[float, int, float]:
@@ -74,7 +90,7 @@ def train_unit(
     from reprolab.methods.dp_noise import noise
 
     fam = _family(cfg)
-    p0 = noise.initial_pmf(sigma, fam, cfg.init_jitter, seed=unit.seed)
+    p0 = noise.initial_pmf(sigma, fam, cfg.init_jitter, seed=unit.seed or 0)
     result = noise.optimize(
         p0,
         fam,

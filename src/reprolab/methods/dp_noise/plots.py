@@ -12,19 +12,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import save_figure  # noqa: E402
-from reprolab.methods.dp_noise.claims import BASELINES, gains, parse_task  # noqa: E402
+from reprolab.methods.dp_noise.claims import BASELINES, gains  # noqa: E402
 
 _STYLE = {"optimized": "o-", "gaussian": "s--", "laplace": "^:"}
 
 
-def _with_setting(rows: pd.DataFrame) -> pd.DataFrame:
-    parsed = [parse_task(t) for t in rows.task]
-    return rows.assign(sigma=[s for s, _ in parsed], k=[k for _, k in parsed])
-
-
 def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
     """eps(delta) after k compositions (dp-accounting), one panel per sigma/s."""
-    rows = _with_setting(table[(table.metric == "eps_ref") & (table.precision == "fp32")])
+    rows = table[(table.metric == "eps_ref") & (table.precision == "fp32")]
     sigmas = sorted(rows.sigma.unique())
     fig, axes = plt.subplots(1, len(sigmas), figsize=(5 * len(sigmas), 3.8), squeeze=False)
     for ax, sigma in zip(axes[0], sigmas, strict=True):
@@ -66,7 +61,7 @@ def optimisation_curves(histories: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     units = sorted(
         (u for u, h in histories.items() if u.variant == "optimized" and len(h) > 2),
-        key=lambda u: (parse_task(u.task)[::-1], u.seed),
+        key=lambda u: (u.param["k"], u.param["sigma"], -1 if u.seed is None else u.seed),
     )
     tasks = list(dict.fromkeys(u.task for u in units))
     colours = {t: plt.cm.viridis(i / max(1, len(tasks) - 1)) for i, t in enumerate(tasks)}
