@@ -206,19 +206,36 @@ def test_units_skip_large_milps_and_run_tiny_tasks_once():
     units = method.units(cfg, (0, 1), ["conf_m30", "conf_m300", "tiny_n3"])
     big = {u.variant for u in units if u.task == "conf_m300"}
     assert big == {"cvpr_rule", "lp_rounded"}
-    assert {u.seed for u in units if u.task == "tiny_n3"} == {0}
-    assert len([u for u in units if u.task == "conf_m30"]) == 8
+    tiny = [u for u in units if u.task == "tiny_n3"]
+    assert {u.seed for u in tiny} == {None} and len(tiny) == 4  # seed-free: once per policy
+    assert all(u.param == {"family": "tiny", "authors": 3} for u in tiny)
+    conf = [u for u in units if u.task == "conf_m30"]
+    assert len(conf) == 8 and {u.seed for u in conf} == {0, 1}
+    assert all(u.param == {"family": "conf", "papers": 30, "limit": 6} for u in conf)
+    picked = DeskRejectConfig(sizes=[30], variants=["cvpr_rule", "lp_rounded"])
+    assert {u.variant for u in method.units(picked, (0,), ["conf_m30"])} == {
+        "cvpr_rule",
+        "lp_rounded",
+    }
 
 
 def _table(rows):
-    return pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
+    """Rows (task, variant, seed, precision, metric, value) with the parameter columns the
+    hooks give those tasks."""
+    cfg = DeskRejectConfig(sizes=[100], tiny_authors=[2, 3, 4])
+    base = ["task", "variant", "seed", "precision", "metric", "value"]
+    table = pd.DataFrame(rows, columns=base)
+    params = pd.DataFrame([cfg.tasks()[t] for t in table.task], index=table.index)
+    out = pd.concat([table[["task", "variant", "seed"]], params, table[base[3:]]], axis=1)
+    out["seed"] = out["seed"].astype("Int64")
+    return out
 
 
 def test_dilemma_check_verdicts():
     rows = []
     for n, count, total in ((2, 0, 34), (3, 9, 130), (4, 79, 460)):
-        rows += [(f"tiny_n{n}", "cvpr_rule", 0, "fp32", "no_ideal", count)]
-        rows += [(f"tiny_n{n}", "cvpr_rule", 0, "fp32", "instances", total)]
+        rows += [(f"tiny_n{n}", "cvpr_rule", None, "fp32", "no_ideal", count)]
+        rows += [(f"tiny_n{n}", "cvpr_rule", None, "fp32", "instances", total)]
     table = _table(rows)
     verdict, measured = Dilemma(from_authors=4).evaluate(table, "no_ideal")
     assert verdict == "reproduced" and measured["value"] == 3

@@ -8,7 +8,11 @@ from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.desk_reject.claims import CLAIMS
-from reprolab.methods.desk_reject.config import PROFILE_DEFAULTS, DeskRejectConfig
+from reprolab.methods.desk_reject.config import (
+    PREPARE_KEYS,
+    PROFILE_DEFAULTS,
+    DeskRejectConfig,
+)
 
 SPEC = MethodSpec(
     slug="desk_reject",
@@ -49,6 +53,7 @@ SPEC = MethodSpec(
     ),
     metrics=("mean_cost", "max_cost", "innocent_hit_frac", "rejected_frac", "no_ideal"),
     readme=Path(__file__).with_name("README.md"),
+    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "sizes": [30],
         "tight_sizes": [20],

@@ -3,16 +3,9 @@ scales up (CVPR 2025's real limit of 25 on conference-sized instances)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, field_validator
 
 from reprolab.contract import MethodConfig
-
-#: tasks named tiny_n<n> hold the exhaustive search over tiny instances with n authors
-TINY_PREFIX = "tiny_n"
-
-Policy = Literal["cvpr_rule", "lp_rounded", "milp_average", "milp_worst_case"]
 
 
 class DeskRejectConfig(MethodConfig):
@@ -33,9 +26,6 @@ class DeskRejectConfig(MethodConfig):
     tiny_limits: list[int] = Field(default=[1, 2], min_length=1)
     tiny_max_papers: int = Field(default=4, ge=1, le=5)
     # solvers
-    variants: list[Policy] = Field(
-        default=["cvpr_rule", "lp_rounded", "milp_average", "milp_worst_case"], min_length=2
-    )
     milp_max_papers: int = Field(default=1000, ge=1)  # larger instances skip the MILPs
     milp_time_limit: float = Field(default=20.0, gt=0)  # seconds per MILP solve
 
@@ -53,12 +43,37 @@ class DeskRejectConfig(MethodConfig):
             raise ValueError("tiny_authors must be distinct author counts in 1..4")
         return v
 
-    @field_validator("variants")
-    @classmethod
-    def _method_and_baseline(cls, v: list[str]) -> list[str]:
-        if not {"lp_rounded", "cvpr_rule"} <= set(v) or len(set(v)) != len(v):
-            raise ValueError("variants must be distinct and include lp_rounded and cvpr_rule")
-        return v
+    def tasks(self) -> dict[str, dict[str, str | int]]:
+        """Task name -> its unit parameters: ``family`` (conf, tight: one seeded synthetic
+        instance per seed; tiny: the exhaustive search) and ``papers`` and ``limit``, or
+        for a tiny task ``authors``. Names are for people; nothing parses them."""
+        out: dict[str, dict[str, str | int]] = {}
+        for family, sizes, limit in (
+            ("conf", self.sizes, self.limit),
+            ("tight", self.tight_sizes, self.tight_limit),
+        ):
+            for m in sizes:
+                out[f"{family}_m{m}"] = {"family": family, "papers": m, "limit": limit}
+        for n in self.tiny_authors:
+            out[f"tiny_n{n}"] = {"family": "tiny", "authors": n}
+        return out
+
+
+#: the config keys prepare reads (the instance generator and the tiny enumeration)
+PREPARE_KEYS = (
+    "sizes",
+    "limit",
+    "pool_ratio",
+    "tight_sizes",
+    "tight_limit",
+    "tight_pool_ratio",
+    "pareto_shape",
+    "max_team",
+    "team_p",
+    "tiny_authors",
+    "tiny_limits",
+    "tiny_max_papers",
+)
 
 
 PROFILE_DEFAULTS = {

@@ -1,9 +1,12 @@
 """Desk-rejection hooks for the pipeline stages (see reprolab.contract.MethodHooks).
 
 Tasks: ``conf_m<m>`` / ``tight_m<m>`` hold one synthetic instance per seed (the seed is
-the instance seed); ``tiny_n<n>`` holds every tiny instance with n authors (the
-exhaustive search of the dilemma; seed-free, so trained under the first seed only).
-A unit's "training" is one solver run per instance; its state is the keep-vector.
+the instance seed, so these units keep their seeds); ``tiny_n<n>`` holds every tiny
+instance with n authors (the exhaustive search of the dilemma and the solves of those
+fixed instances: no random part, so its units are seed-free and run once). A task's
+family, papers, limit or authors are unit parameters (``SPEC``'s ``cfg.tasks()``), not
+parsed from its name. A unit's "training" is one solver run per instance; its state is
+the keep-vector.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import numpy as np
 
 from reprolab.contract import TrainedUnit, Unit
 from reprolab.methods.desk_reject import dilemma
-from reprolab.methods.desk_reject.config import TINY_PREFIX as TINY
 from reprolab.methods.desk_reject.config import DeskRejectConfig
 from reprolab.methods.desk_reject.generator import synthetic_instance
 from reprolab.methods.desk_reject.policies import (
@@ -31,12 +33,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def parse_task(task: str) -> tuple[str, int]:
-    """('conf' | 'tight' | 'tiny', papers per instance or number of authors)."""
-    family, _, size = task.partition("_")
-    return family, int(size[1:])
-
-
 # ---------------------------------------------------------------- prepare
 
 
@@ -45,25 +41,33 @@ def prepare(
 ) -> tuple[dict, dict]:
     tasks: dict[str, dict[str, np.ndarray]] = {}
     sizes: dict[str, int] = {}
-    families = (
-        ("conf", cfg.sizes, cfg.limit, cfg.pool_ratio),
-        ("tight", cfg.tight_sizes, cfg.tight_limit, cfg.tight_pool_ratio),
-    )
-    for family, family_sizes, limit, pool_ratio in families:
-        for m in family_sizes:
-            arrays = {"limit": np.array([limit], dtype=np.int64)}
-            for seed in seeds:
-                inst = synthetic_instance(
-                    m, limit, seed, family, pool_ratio, cfg.pareto_shape, cfg.max_team, cfg.team_p
-                )
-                arrays[f"s{seed}_ptr"] = inst.ptr
-                arrays[f"s{seed}_idx"] = inst.idx
-            tasks[f"{family}_m{m}"] = arrays
-            sizes[f"{family}_m{m}"] = int(arrays[f"s{seeds[0]}_idx"].max()) + 1  # authors
-    for n in cfg.tiny_authors:
-        arrays = dilemma.enumerate_task(n, cfg.tiny_limits, cfg.tiny_max_papers)
-        tasks[f"{TINY}{n}"] = arrays
-        sizes[f"{TINY}{n}"] = len(arrays["limit"])  # instances
+    pool_ratios = {"conf": cfg.pool_ratio, "tight": cfg.tight_pool_ratio}
+    for name, setting in cfg.tasks().items():
+        family = setting["family"]
+        if family == "tiny":
+            arrays = dilemma.enumerate_task(
+                int(setting["authors"]), cfg.tiny_limits, cfg.tiny_max_papers
+            )
+            tasks[name] = arrays
+            sizes[name] = len(arrays["limit"])  # instances
+            continue
+        m, limit = int(setting["papers"]), int(setting["limit"])
+        arrays = {"limit": np.array([limit], dtype=np.int64)}
+        for seed in seeds:
+            inst = synthetic_instance(
+                m,
+                limit,
+                seed,
+                family,
+                pool_ratios[family],
+                cfg.pareto_shape,
+                cfg.max_team,
+                cfg.team_p,
+            )
+            arrays[f"s{seed}_ptr"] = inst.ptr
+            arrays[f"s{seed}_idx"] = inst.idx
+        tasks[name] = arrays
+        sizes[name] = int(arrays[f"s{seeds[0]}_idx"].max()) + 1  # authors
     return tasks, {"sizes": sizes, "limit": cfg.limit, "tight_limit": cfg.tight_limit}
 
 
@@ -82,17 +86,29 @@ def _tiny_instances(data: dict) -> list[Instance]:
 # ---------------------------------------------------------------- train
 
 
+#: variants that solve a MILP (skipped on instances above ``milp_max_papers``)
+MILPS = ("milp_average", "milp_worst_case")
+
+
 def units(cfg: DeskRejectConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.desk_reject import SPEC
+
+    settings = cfg.tasks()
     out = []
     for task in sorted(tasks):
-        family, size = parse_task(task)
-        for seed in seeds[:1] if family == "tiny" else seeds:
-            for variant in cfg.variants:
-                too_big = family != "tiny" and size > cfg.milp_max_papers
-                if variant.startswith("milp") and too_big:
+        setting = settings[task]
+        tiny = setting["family"] == "tiny"
+        too_big = not tiny and int(setting["papers"]) > cfg.milp_max_papers
+        for seed in (None,) if tiny else seeds:
+            for variant in SPEC.selected_variants(cfg):
+                if variant in MILPS and too_big:
                     continue
-                out.append(Unit(task, variant, seed))
+                out.append(Unit(task, variant, seed, setting))
     return out
+
+
+def _tiny(unit: Unit) -> bool:
+    return unit.param["family"] == "tiny"
 
 
 def train_unit(
@@ -106,7 +122,7 @@ def train_unit(
     solve takes seconds at most)."""
     import torch
 
-    if unit.task.startswith(TINY):
+    if _tiny(unit):
         instances = _tiny_instances(data)
         width = np.asarray(data["masks"]).shape[1]
     else:
@@ -160,7 +176,7 @@ def evaluate_unit(
     model: dict, unit: Unit, cfg: DeskRejectConfig, data: dict, history: list[dict]
 ) -> dict[str, float]:
     keep = np.asarray(model["keep"]).astype(np.int64)
-    tiny = unit.task.startswith(TINY)
+    tiny = _tiny(unit)
     instances = _tiny_instances(data) if tiny else [_instance(data, unit.seed)]
     rows = [instance_metrics(inst, keep[r, : inst.n_papers]) for r, inst in enumerate(instances)]
     out = {

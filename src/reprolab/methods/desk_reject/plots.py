@@ -14,16 +14,14 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
-from reprolab.methods.desk_reject.config import TINY_PREFIX  # noqa: E402
 
 POLICIES = ("cvpr_rule", "lp_rounded", "milp_average", "milp_worst_case")
 FAMILIES = ("conf", "tight")
 
 
 def _synthetic(table: pd.DataFrame) -> pd.DataFrame:
-    rows = table[(table.precision == "fp32") & ~table.task.str.startswith(TINY_PREFIX)].copy()
-    rows["family"] = rows.task.str.split("_").str[0]
-    rows["papers"] = rows.task.str.split("_m").str[1].astype(int)
+    rows = table[(table.precision == "fp32") & table.family.isin(FAMILIES)].copy()
+    rows["papers"] = rows.papers.astype(int)
     return rows
 
 
@@ -122,13 +120,13 @@ def solve_time(histories: dict, path: Path) -> Path:
     """Solver wall time per instance by size and policy (from the training histories)."""
     records = [
         {
-            "family": unit.task.split("_")[0],
-            "papers": int(unit.task.split("_m")[1]),
+            "family": unit.param["family"],
+            "papers": int(unit.param["papers"]),
             "policy": unit.variant,
             "seconds": h["solve_seconds"],
         }
         for unit, history in histories.items()
-        if not unit.task.startswith(TINY_PREFIX)
+        if unit.param["family"] in FAMILIES
         for h in history
     ]
     frame = pd.DataFrame(records)
