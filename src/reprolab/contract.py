@@ -169,12 +169,24 @@ class Quantization:
         return bool(self.schemes)
 
 
+def is_runtime_metric(name: str) -> bool:
+    """Wall-clock measurements (``*_seconds``, ``*_ms``, ``seconds_*``) are not results:
+    they differ from run to run, so they go to MLflow and ``data/runtime/``, never into
+    the DVC-versioned checkpoints and metrics (which must hash the same on a rerun)."""
+    return name.endswith(("_seconds", "_ms")) or name.startswith("seconds_")
+
+
 @dataclass(frozen=True)
 class TrainedUnit:
-    """What training one unit produced: tensors to save and a per-epoch history."""
+    """What training one unit produced: tensors to save and a per-epoch history.
+    History entries named like wall-clock measurements (:func:`is_runtime_metric`) are
+    logged to MLflow but not saved in the checkpoint."""
 
     state: dict[str, Any]
     history: list[dict[str, float]] = field(default_factory=list)
+    #: wall-clock measurements of the training (e.g. solver seconds): MLflow and
+    #: data/runtime/<slug>/train.json, never the checkpoint
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class TrainedUnits(Mapping):
@@ -327,6 +339,11 @@ class MethodHooks(Protocol):
         calibrate activation thresholds of quantization schemes that need them, from
         training data or, data-free, from the full-precision ``model`` itself. Without
         it the quantizer calibrates on ``[example_input(...)]``."""
+
+    def runtime_plots(self, table: Any, out_dir: Path, timings: dict[str, dict]) -> list[Path]:
+        """Optional: figures of wall-clock measurements (the runtime metrics table of
+        evaluate, and each trained unit's ``timings`` by unit id). They differ on every
+        run, so they go to data/runtime/<slug>/plots/, not to the versioned plots."""
 
     def plots(self, table: Any, out_dir: Path, trained: Any) -> list[Path]:
         """Optional: figures from the long metrics table and the trained units.

@@ -51,6 +51,12 @@ class MethodPaths:
     def eval(self) -> Path:
         return self.root / "data" / "eval" / self.slug
 
+    @property
+    def runtime(self) -> Path:
+        """Wall-clock measurements and tracking ids of the latest run: not versioned
+        (they differ on every run), read by the report."""
+        return self.root / "data" / "runtime" / self.slug
+
     def partial(self, stage: str) -> Path:
         """Work in progress of a stage (resumable units); not a DVC output."""
         return self.root / "data" / ".partial" / stage / self.slug

@@ -57,6 +57,17 @@ def atomic_path(path: Path) -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
 
 
+def save_torch(obj: Any, path: Path) -> None:
+    """``torch.save`` to ``path`` atomically and byte-identically for identical objects:
+    saved by path, torch names the archive after the (temporary, random) file name, so
+    the same weights would hash differently on every run. Through a file object the
+    archive is always named 'archive'."""
+    import torch
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(obj, fh)
+
+
 def write_json(path: Path, obj: Any) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")

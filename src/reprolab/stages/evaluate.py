@@ -1,12 +1,17 @@
 """evaluate@<slug>: metrics of every unit at full precision and quantized, then claims.
 
-Outputs in data/eval/<slug>/:
-- metrics.csv   long table: task, variant, seed, precision, metric, value
+Outputs in data/eval/<slug>/ (DVC-versioned; identical when nothing changed):
+- metrics.csv   long table: task, variant, seed, <unit parameters>, precision, metric,
+                value (wall-clock measurements excluded, see below)
 - metrics.json  summary for `dvc metrics show`: per variant and precision, mean metrics;
-                size and latency per precision; verdict counts
+                size, coverage and layer error per precision; verdict counts
 - claims.json   one entry per claim and precision: paper's number, measured value with
                 its interval, verdict
 - plots/        the method's figures
+
+Wall-clock measurements (latency, seconds per attack, solve times) and the MLflow run
+ids differ on every run, so they are kept apart, in data/runtime/<slug>/evaluate.json
+and runtime_metrics.csv (not versioned) and in MLflow, where the report reads them.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reprolab.contract import Unit
+from reprolab.contract import Unit, is_runtime_metric
 from reprolab.core import io
 from reprolab.core.claims import BASE_COLUMNS, param_columns
 from reprolab.core.threads import set_threads
@@ -51,16 +56,24 @@ def run(slug: str, root: Path) -> dict:
     try:
         trained = Trained(ctx, hooks, data, trained_units)
         rows, efficiency = _measure(ctx, hooks, data, units, trained, schemes, qinfo)
-        table = metrics_table(rows)
+        runtime_rows = [r for r in rows if is_runtime_metric(r[2])]
+        table = metrics_table([r for r in rows if not is_runtime_metric(r[2])])
+        latency = {p: e.pop("latency_ms") for p, e in efficiency.items()}
         precisions = [*ctx.spec.precisions, *schemes]
-        claims = [
-            claim.evaluate(table, precision, ctx.profile)
+        runtime_table = metrics_table(runtime_rows)
+        # a claim on a wall-clock measurement (e.g. "faster than") is checked like any
+        # other, but its result differs on every run, so it is stored with the runtime
+        # outputs; the report shows both
+        everything = pd.concat([table, runtime_table], ignore_index=True)
+        results = [
+            claim.evaluate(
+                everything if is_runtime_metric(claim.metric) else table, precision, ctx.profile
+            )
             for claim in ctx.spec.claims
             for precision in claim.precisions_to_evaluate(precisions)
         ]
-        for result in claims:
-            result["mlflow_run_id"] = tracker.run_id
-            result["mlflow_experiment_id"] = tracker.experiment_id
+        claims = [r for r in results if not is_runtime_metric(r["metric"])]
+        timed_claims = [r for r in results if is_runtime_metric(r["metric"])]
         summary = _summary(ctx, table, efficiency, claims)
 
         out = ctx.paths.eval
@@ -71,10 +84,31 @@ def run(slug: str, root: Path) -> dict:
         io.write_json(out / "metrics.json", summary)
         with io.atomic_dir(out / "plots") as tmp:
             figures = hooks.plots(table, tmp, trained) if hasattr(hooks, "plots") else []
-        log(f"evaluate@{slug}: {len(figures)} plots, {len(claims)} claim results")
+        log(f"evaluate@{slug}: {len(figures)} plots, {len(results)} claim results")
 
-        _track(tracker, summary, claims, out)
-        for result in claims:
+        runtime = ctx.paths.runtime
+        io.write_json(runtime / "claims.json", timed_claims)
+        if hasattr(hooks, "runtime_plots"):
+            train_timings = runtime / "train.json"
+            timings = io.read_json(train_timings)["units"] if train_timings.is_file() else {}
+            with io.atomic_dir(runtime / "plots") as tmp:
+                hooks.runtime_plots(runtime_table, tmp, timings)
+            for plot in sorted((runtime / "plots").glob("*.png")):
+                tracker.log_artifact(tracker.run_id, plot, "plots")
+        with io.atomic_path(runtime / "runtime_metrics.csv") as tmp:
+            runtime_table.to_csv(tmp, index=False)
+        io.write_json(
+            runtime / "evaluate.json",
+            {
+                "mlflow_run_id": tracker.run_id,
+                "mlflow_experiment_id": tracker.experiment_id,
+                "latency_ms": latency,
+                "runtime_metrics": _means(runtime_table),
+                "evaluate_seconds": time.perf_counter() - started,
+            },
+        )
+        _track(tracker, summary, results, out, latency, runtime_table)
+        for result in results:
             verdict = result["verdict"]
             log(
                 f"  claim {result['id']} [{result['precision']}]: {verdict} ({result['measured'].get('summary', '')})"
@@ -224,8 +258,21 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
     }
 
 
-def _track(tracker, summary: dict, claims: list[dict], out: Path) -> None:
+def _means(table: pd.DataFrame) -> dict:
+    out: dict = {}
+    for (variant, precision, metric), value in (
+        table.groupby(["variant", "precision", "metric"]).value.mean().items()
+    ):
+        out.setdefault(variant, {}).setdefault(precision, {})[metric] = float(value)
+    return out
+
+
+def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd.DataFrame) -> None:
     flat = {}
+    for variant, by_precision in _means(runtime_table).items():
+        for precision, metrics in by_precision.items():
+            for metric, value in metrics.items():
+                flat[f"{variant}.{precision}.{metric}"] = value
     for variant, by_precision in summary["variants"].items():
         for precision, metrics in by_precision.items():
             for metric, value in metrics.items():
@@ -233,8 +280,8 @@ def _track(tracker, summary: dict, claims: list[dict], out: Path) -> None:
     for precision, entry in summary["efficiency"].items():
         flat[f"{precision}.bytes"] = entry["bytes"]
         flat[f"{precision}.effective_bytes"] = entry["effective_bytes"]
-        if entry["latency_ms"] is not None:
-            flat[f"{precision}.latency_ms"] = entry["latency_ms"]
+        if latency.get(precision) is not None:
+            flat[f"{precision}.latency_ms"] = latency[precision]
         if "layer_error_mean" in entry:
             flat[f"{precision}.layer_error_mean"] = entry["layer_error_mean"]
     code = {"reproduced": 1.0, "inconclusive": 0.0, "not_reproduced": -1.0}

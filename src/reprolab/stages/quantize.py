@@ -4,7 +4,9 @@ Writes data/quantized/<slug>/<unit>.<scheme>.pt plus quantized.json: per scheme 
 serialized and effective bytes, whether a real low-bit kernel runs it, its coverage (the
 share of the model's parameters it really quantized, summed over units, and the module
 types left at full precision), the relative output error of every quantized layer on
-the calibration inputs (mean over units) and the time quantizing took. The schemes are
+the calibration inputs (mean over units). The time quantizing took differs on every
+run: it goes to MLflow and data/runtime/<slug>/quantize.json, not into the versioned
+output. The schemes are
 ``methods.<slug>.<profile>.quantization`` in params.yaml, else the method's default.
 For a method whose trained object is not a network, the method's spec states why
 quantization does not apply and that reason is the stage's output, so the DAG stays
@@ -115,10 +117,14 @@ def run(slug: str, root: Path) -> dict:
                     "real_kernel": {p.name: p.real_kernel for p in parsed},
                     "coverage": covered,
                     "layer_relative_error": errors,
-                    "quantize_seconds": seconds,
                 },
             )
         wall = time.perf_counter() - started
+        # timings differ on every run: kept out of the versioned quantized.json
+        io.write_json(
+            ctx.paths.runtime / "quantize.json",
+            {"quantize_seconds": seconds, "wall_seconds": wall, "mlflow_run_id": tracker.run_id},
+        )
         metrics = {"quantize_seconds": wall}
         for scheme in schemes:
             metrics[f"{scheme}.quantize_seconds"] = seconds[scheme]

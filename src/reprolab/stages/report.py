@@ -1,7 +1,10 @@
 """report: one row per claim of every method -> data/reports/claims.{md,csv,html}.
 
 Each row carries the paper's number, the measured value with its 95% interval, the
-verdict, the profile and a link to the MLflow run that produced it.
+verdict, the profile and (in the .md/.html views) a link to the MLflow run that
+produced it. claims.csv, quantization.csv and summary.json are versioned by DVC and
+hash the same on a rerun; the views also show run links and measured latency, read from
+data/runtime/, and are rewritten on every run.
 """
 
 from __future__ import annotations
@@ -46,10 +49,13 @@ def run(root: Path) -> dict:
     quant_table = collect_quantization(root, project.slugs)
     markdown = to_markdown(table, figures, project.profile, out) + quant_markdown(quant_table)
     out.mkdir(parents=True, exist_ok=True)
+    # The CSVs and summary.json are the versioned results (dvc.yaml's outs): nothing in
+    # them changes from run to run. claims.md/.html are views that add what does
+    # (MLflow run links, measured latency), so they are written here but not versioned.
     with io.atomic_path(out / "quantization.csv") as tmp:
-        quant_table.to_csv(tmp, index=False)
+        quant_table.drop(columns=["latency_ms", "latency"]).to_csv(tmp, index=False)
     with io.atomic_path(out / "claims.csv") as tmp:
-        table[COLUMNS + ["statement", "detail"]].to_csv(tmp, index=False)
+        table[[c for c in COLUMNS if c != "run"] + ["statement", "detail"]].to_csv(tmp, index=False)
     io.write_text(out / "claims.md", markdown)
     io.write_text(out / "claims.html", to_html(table, figures, out, quant_html(quant_table)))
     counts = table[table.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
@@ -87,7 +93,11 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
         if not (folder / "claims.json").is_file():
             continue
         spec = registry.get(slug)
-        for c in io.read_json(folder / "claims.json"):
+        ids = runtime_info(root, slug)
+        timed = MethodPaths(root, slug).runtime / "claims.json"
+        results = io.read_json(folder / "claims.json")
+        results += io.read_json(timed) if timed.is_file() else []  # claims on wall time
+        for c in results:
             m = c["measured"]
             rows.append(
                 [
@@ -102,12 +112,21 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
                     "",
                     c["statement"],
                     m.get("summary", ""),
-                    c.get("mlflow_run_id", ""),
-                    c.get("mlflow_experiment_id", ""),
+                    ids.get("mlflow_run_id", ""),
+                    ids.get("mlflow_experiment_id", ""),
                 ]
             )
-        figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png"))
+        figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png")) + sorted(
+            (MethodPaths(root, slug).runtime / "plots").glob("*.png")  # wall-clock figures
+        )
     return rows, figures
+
+
+def runtime_info(root: Path, slug: str) -> dict:
+    """The latest evaluate run's MLflow ids and latencies (data/runtime/<slug>/, not
+    versioned: they differ on every run); empty when evaluate has not run here."""
+    path = MethodPaths(root, slug).runtime / "evaluate.json"
+    return io.read_json(path) if path.is_file() else {}
 
 
 QUANT_COLUMNS = [
@@ -134,6 +153,7 @@ def collect_quantization(root: Path, slugs: list[str]) -> pd.DataFrame:
         if not path.is_file():
             continue
         efficiency = io.read_json(path).get("efficiency", {})
+        latency = runtime_info(root, slug).get("latency_ms", {})
         base = efficiency.get("fp32", {}).get("effective_bytes")
         for precision, e in efficiency.items():
             eff = e.get("effective_bytes")
@@ -146,8 +166,8 @@ def collect_quantization(root: Path, slugs: list[str]) -> pd.DataFrame:
                     e.get("coverage"),
                     _kept(e.get("full_precision")),
                     e.get("layer_error_mean"),
-                    e.get("latency_ms"),
-                    "measured" if e.get("latency_ms") is not None else e.get("latency_note", ""),
+                    latency.get(precision),
+                    "measured" if latency.get(precision) is not None else e.get("latency_note", ""),
                 ]
             )
     return pd.DataFrame(rows, columns=QUANT_COLUMNS)

@@ -1,5 +1,9 @@
 """train@<slug>: train every unit (task x variant x seed) into data/checkpoints/<slug>/.
 
+Checkpoints hold what must hash the same when the same unit is trained again (state and
+history); wall-clock measurements (``TrainedUnit.timings``, history entries named like
+``*_seconds``) go to MLflow and data/runtime/<slug>/train.json.
+
 Finished units are kept under data/.partial/train/<slug>/<fingerprint>/ until the whole
 stage is done, so a killed run loses nothing that was finished: the next attempt skips
 those units and resumes the interrupted one from its last epoch checkpoint. The
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from reprolab.contract import is_runtime_metric
 from reprolab.core import io
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
@@ -65,9 +70,17 @@ def run(slug: str, root: Path) -> dict:
                 result = hooks.train_unit(
                     unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
                 )
-                with io.atomic_path(done) as tmp:
-                    torch.save({"state": result.state, "history": result.history}, tmp)
+                # wall-clock entries go to MLflow only: the checkpoint must hash the
+                # same when the same unit is trained again
+                history = [
+                    {k: v for k, v in row.items() if not is_runtime_metric(k)}
+                    for row in result.history
+                ]
+                timings = {**result.timings, "train_seconds": time.perf_counter() - t0}
+                io.write_json(done_dir / f"{unit.id}.timings.json", timings)
+                io.save_torch({"state": result.state, "history": history}, done)
                 tracker.log_history(run_id, result.history)
+                tracker.log_metrics(run_id, timings)
                 shutil.rmtree(resume, ignore_errors=True)
             last = result.history[-1] if result.history else {}
             shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items() if k != "epoch")
@@ -82,6 +95,11 @@ def run(slug: str, root: Path) -> dict:
                 tmp / "units.json",
                 {"units": [u.as_json() for u in units], "fingerprint": fingerprint},
             )
+        timings = {}
+        for unit in units:
+            path = done_dir / f"{unit.id}.timings.json"
+            timings[unit.id] = io.read_json(path) if path.is_file() else {}
+        io.write_json(ctx.paths.runtime / "train.json", {"units": timings})
         shutil.rmtree(partial, ignore_errors=True)
         wall = time.perf_counter() - started
         tracker.log_metrics(
