@@ -27,6 +27,15 @@ Attribution is exclusive and innermost-wins (a stack), so nested wrapped calls a
 never counted twice. At exit one JSON line per process is appended to the probe file.
 Nothing in ``src/`` is changed: functions are wrapped in this process only, as their
 modules finish loading. The wrappers cost two ``perf_counter`` calls per call.
+
+With the preloaded worker (``reprolab.worker``), the ``python -m reprolab`` process DVC
+starts is a thin client and the stage runs in a process forked from the worker. The
+client is probed as above (``role: client``; its time is interpreter, the client's
+imports and glue: waiting for the stage). The worker process itself is not probed, but
+its stage children are: the worker calls ``reprolab_stage_child(argv)`` from this module
+right after the fork (with the client's environment in place), which installs the same
+probe there (``role: worker_child``; born at the fork, no interpreter start-up;
+modules the worker preloaded are patched directly, since they are not imported again).
 """
 
 from __future__ import annotations
@@ -42,10 +51,18 @@ def _is_stage_process() -> bool:
     if not _OUT or "-m" not in _ARGV:
         return False
     i = _ARGV.index("-m")
-    return i + 1 < len(_ARGV) and _ARGV[i + 1] == "reprolab"
+    return i + 1 < len(_ARGV) and _ARGV[i + 1] == "reprolab" and _ARGV[i + 2 : i + 3] != ["worker"]
 
 
-def _install() -> None:
+def reprolab_stage_child(argv: list[str]) -> None:
+    """Called by the worker in a freshly forked stage process (see the docstring)."""
+    global _OUT
+    _OUT = os.environ.get("REPROLAB_BENCH_PROBE")
+    if _OUT:
+        _install(child_argv=argv)
+
+
+def _install(child_argv: list[str] | None = None) -> None:
     import _frozen_importlib as bootstrap
     import atexit
     import functools
@@ -68,8 +85,10 @@ def _install() -> None:
         started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
         return time.time() - (time.clock_gettime(time.CLOCK_BOOTTIME) - started)
 
-    born = proc_start_epoch()
+    born = time.time() if child_argv is not None else proc_start_epoch()
     site_epoch = time.time()
+    argv = child_argv if child_argv is not None else _ARGV[_ARGV.index("-m") + 2 :]
+    role = "worker_child" if child_argv is not None else "process"
 
     def switch() -> None:
         now = perf()
@@ -219,12 +238,17 @@ def _install() -> None:
         return module
 
     bootstrap._find_and_load = find_and_load
+    if child_argv is not None:  # preloaded by the worker: patch what is already there
+        for name, fix in patches.items():
+            if name in sys.modules:
+                fix(sys.modules[name])
 
     def report() -> None:
         switch()
         exit_epoch = time.time()
         record = {
-            "argv": _ARGV[_ARGV.index("-m") + 2 :],
+            "argv": argv,
+            "role": role if state["run_stage"] is not None or role != "process" else "client",
             "stage": state.get("stage"),
             "pid": os.getpid(),
             "born": born,
