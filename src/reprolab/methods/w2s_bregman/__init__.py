@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.w2s_bregman.claims import CLAIMS
-from reprolab.methods.w2s_bregman.config import PROFILE_DEFAULTS, W2SConfig
+from reprolab.methods.w2s_bregman.config import PREPARE_KEYS, PROFILE_DEFAULTS, W2SConfig
 
 SPEC = MethodSpec(
     slug="w2s_bregman",
@@ -33,9 +33,10 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("gain_minus_misfit", "gain", "misfit", "gain_minus_misfit_rev", "err_strong"),
     readme=Path(__file__).with_name("README.md"),
+    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "n_tasks": 1,
-        "variants": ["k1", "k2", "convex"],
+        "variants": ["k1", "k8", "convex"],
         "n_weak": 40,
         "n_pool": 60,
         "n_strong": 40,

@@ -20,12 +20,12 @@ from __future__ import annotations
 import math
 
 from reprolab.core.claims import Claim, PairedDifference, Threshold
+from reprolab.methods.w2s_bregman.config import HEADS
 
 CLASSES = 4
 EPS_SCALE = 0.02
 CONVEX_EPS = 0.005
 GROWTH_MARGIN = 0.01
-KS = (1, 2, 4, 8)
 
 
 def eps_k(k: int, classes: int = CLASSES) -> float:
@@ -53,9 +53,9 @@ CLAIMS = (
             ),
             paper_setting=_SETTING,
             metric="gain_minus_misfit",
-            check=Threshold(variant=f"k{k}", bound=-eps_k(k)),
+            check=Threshold(variant=variant, bound=-eps_k(k)),
         )
-        for k in KS
+        for variant, k in HEADS.items()
     ),
     Claim(
         id="convex_projection",

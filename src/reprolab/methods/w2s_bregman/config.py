@@ -4,19 +4,23 @@ A task is one random synthetic problem: a ground-truth softmax head W* on a fixe
 representation x in R^d (f*(x) = softmax(W* x)), a weak representation
 z = P x + noise with P of rank ``weak_rank`` < d, and a weak softmax head fitted on z
 to labels drawn from f*. Variants are strong classes on the ground-truth
-representation: ``k<k>`` mixes k linear softmax heads with learned softmax weights;
-``convex`` mixes ``convex_atoms`` fixed heads (one of them W*), a convex class.
+representation: ``k1`` ... ``k8`` mix k linear softmax heads with learned softmax weights
+(k is data: :data:`HEADS`, never read off the variant's name); ``convex`` mixes
+``convex_atoms`` fixed heads (one of them W*), a convex class.
+
+k stays a variant, not a unit parameter: each k is its own architecture (its own
+parameter count, quantized and timed per trained variant), and the claims compare the
+classes pairwise on the same (task, seed), which core PairedDifference does on variants.
 """
 
 from __future__ import annotations
 
-import re
-
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from reprolab.contract import MethodConfig
 
-_VARIANT = re.compile(r"^(k[1-9][0-9]*|convex)$")
+#: heads mixed by each k-variant (the strong class's k)
+HEADS = {"k1": 1, "k2": 2, "k4": 4, "k8": 8}
 
 
 def task_name(i: int) -> str:
@@ -25,13 +29,12 @@ def task_name(i: int) -> str:
 
 def heads_of(variant: str, cfg: W2SConfig) -> int:
     """Number of heads a variant mixes (``convex``: its fixed atoms)."""
-    return cfg.convex_atoms if variant == "convex" else int(variant[1:])
+    return cfg.convex_atoms if variant == "convex" else HEADS[variant]
 
 
 class W2SConfig(MethodConfig):
     #: random synthetic tasks (one weak model each)
     n_tasks: int = Field(default=3, ge=1, le=999)
-    variants: list[str] = Field(default=["k1", "k2", "k4", "k8", "convex"], min_length=2)
     #: ground-truth (= strong) representation dimension, classes, weak rank
     dim: int = Field(default=8, ge=2)
     classes: int = Field(default=4, ge=2)
@@ -55,16 +58,6 @@ class W2SConfig(MethodConfig):
     history_every: int = Field(default=50, ge=1)
     data_seed: int = Field(default=0, ge=0)
 
-    @field_validator("variants")
-    @classmethod
-    def _variants(cls, v: list[str]) -> list[str]:
-        bad = [x for x in v if not _VARIANT.match(x)]
-        if bad or len(set(v)) != len(v):
-            raise ValueError(f"variants must be distinct 'k<k>' (k >= 1) or 'convex'; got {bad}")
-        if "k1" not in v:
-            raise ValueError("variants must include 'k1' (the single-head strong model)")
-        return v
-
     @model_validator(mode="after")
     def _sizes(self) -> W2SConfig:
         if self.n_strong > self.n_pool:
@@ -73,6 +66,24 @@ class W2SConfig(MethodConfig):
             raise ValueError("weak_rank must be < dim (the weak representation is worse)")
         return self
 
+
+#: the config keys prepare reads (the random tasks and their weak models); n_strong, and
+#: with n_pool, weak_rank and dim, also through the size checks of a validated config
+PREPARE_KEYS = (
+    "n_tasks",
+    "data_seed",
+    "dim",
+    "classes",
+    "weak_rank",
+    "weak_noise",
+    "target_scale",
+    "n_weak",
+    "n_pool",
+    "n_strong",
+    "n_test",
+    "convex_atoms",
+    "weak_steps",
+)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

@@ -76,6 +76,7 @@ def make_task(cfg: W2SConfig, index: int) -> dict[str, np.ndarray]:
         "y_test": y_te.astype(np.int64),
         "atoms": atoms.astype(f32),
         "w_star": w_star.astype(f32),
+        "index": np.array([index], dtype=np.int64),  # seeds the task's strong samples
     }
 
 
@@ -90,7 +91,10 @@ def prepare(
 
 
 def units(cfg: W2SConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in cfg.variants]
+    from reprolab.methods.w2s_bregman import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
 
 
 def _module(unit: Unit, cfg: W2SConfig, data: dict):
@@ -116,7 +120,7 @@ def train_unit(
 
     from reprolab.methods.w2s_bregman.model import fit_projection
 
-    index = int(unit.task.removeprefix("task"))
+    index = int(np.asarray(data["index"])[0])
     rows = np.random.default_rng([unit.seed, index]).choice(cfg.n_pool, cfg.n_strong, False)
     x = torch.as_tensor(np.asarray(data["x_pool"])[rows])
     log_q = torch.as_tensor(np.asarray(data["logq_pool"])[rows])

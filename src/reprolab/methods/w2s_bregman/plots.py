@@ -13,11 +13,13 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.methods.w2s_bregman.config import HEADS  # noqa: E402
 
 
 def _order(variants) -> list[str]:
-    ks = sorted((v for v in variants if v.startswith("k")), key=lambda v: int(v[1:]))
-    return ks + [v for v in variants if not v.startswith("k")]
+    """k-variants by their number of heads, then the others (convex)."""
+    ks = sorted((v for v in variants if v in HEADS), key=HEADS.__getitem__)
+    return ks + sorted(v for v in variants if v not in HEADS)
 
 
 def gain_vs_misfit(table: pd.DataFrame, path: Path, reverse: bool) -> Path:
