@@ -23,8 +23,12 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# The preloaded stage worker (src/reprolab/worker.py) imports torch, Lightning, MLflow ...
+# once, so each stage process DVC starts skips ~2-6 s of imports; it is stopped when
+# dvc repro ends, whatever the outcome (and exits by itself after 10 idle minutes).
 run: venv
-	$(BIN)/dvc repro
+	$(BIN)/python -m reprolab worker start || echo "no stage worker: stages run in-process"
+	trap '$(BIN)/python -m reprolab worker stop' EXIT; $(BIN)/dvc repro
 	@echo "claims: data/reports/claims.md  |  MLflow UI: make ui"
 
 test: venv
