@@ -142,3 +142,56 @@ def fit_resumable(
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*LeafSpec.*")
         trainer.fit(module, train, val, ckpt_path=str(last) if last.is_file() else None)
+
+
+class ClassifierModule(HistoryModule):
+    """A supervised classifier around ``net`` (logits): cross-entropy on
+    ``net(augment(x)) / temp``, Adam with a cosine schedule over ``epochs``, and one
+    history entry per epoch: mean training loss and accuracy on the validation loader.
+
+    A method adds only what is its own: the network it passes in, and ``augment`` for a
+    per-step input transform (which must be a function of (seed, step) to stay
+    resumable). ``state_dict`` keys are those of ``net`` under ``net.``.
+    """
+
+    def __init__(self, net: torch.nn.Module, lr: float, epochs: int, temp: float = 1.0) -> None:
+        super().__init__()
+        self.net = net
+        self.lr, self.epochs, self.temp = lr, epochs, temp
+        self._loss_sum, self._batches, self._correct, self._n = 0.0, 0, 0, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def augment(self, x: torch.Tensor) -> torch.Tensor:
+        """The training inputs of a batch (identity here)."""
+        return x
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.cross_entropy(self(self.augment(x)) / self.temp, y)
+        self._loss_sum += float(loss.detach())
+        self._batches += 1
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self._correct += int((self(x).argmax(-1) == y).sum())
+        self._n += len(y)
+
+    def on_validation_epoch_end(self) -> None:
+        if self.trainer.sanity_checking:
+            return
+        self.history.append(
+            {
+                "epoch": self.current_epoch,
+                "train_loss": self._loss_sum / max(self._batches, 1),
+                "val_acc": self._correct / max(self._n, 1),
+            }
+        )
+        self._loss_sum, self._batches, self._correct, self._n = 0.0, 0, 0, 0
+
+    def configure_optimizers(self):
+        opt = torch.optim.Adam(self.parameters(), lr=self.lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}

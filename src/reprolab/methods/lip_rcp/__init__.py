@@ -27,7 +27,11 @@ SPEC = MethodSpec(
             "worst-case LAC scores (logits moved by L eps) on a 1-Lipschitz MLP",
             True,
         ),
-        Variant("vanilla_cp", "split CP with LAC scores on the same 1-Lipschitz MLP"),
+        Variant(
+            "vanilla_cp",
+            "split CP with LAC scores on lip_rcp's trained 1-Lipschitz MLP",
+            reuses="lip_rcp",
+        ),
         Variant("rscp", "randomized-smoothing robust CP (Gendler et al. 2022), Monte Carlo"),
     ),
     claims=CLAIMS,
@@ -44,6 +48,7 @@ SPEC = MethodSpec(
     ),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
+    prepare_keys=("datasets", "max_rows", "split", "data_seed"),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 400,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import MethodConfig, Split
 
 Dataset = Literal["digits", "mnist", "fashion_mnist"]
-VariantName = Literal["lip_rcp", "vanilla_cp", "rscp"]
 
 
 class LipRCPConfig(MethodConfig):
@@ -17,9 +16,8 @@ class LipRCPConfig(MethodConfig):
     #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
     max_rows: int = Field(default=1000, ge=0)
     #: train / calibration / test fractions, fixed at prepare
-    split: list[float] = Field(default=[0.5, 0.25, 0.25], min_length=3, max_length=3)
+    split: Split = [0.5, 0.25, 0.25]
     data_seed: int = Field(default=0, ge=0)
-    variants: list[VariantName] = Field(default=["lip_rcp", "vanilla_cp", "rscp"], min_length=2)
     #: width (even: MaxMin pairs units) and number of hidden layers
     hidden: int = Field(default=64, ge=2, multiple_of=2)
     depth: int = Field(default=2, ge=1, le=6)
@@ -43,22 +41,6 @@ class LipRCPConfig(MethodConfig):
     eot: int = Field(default=2, ge=1)
     #: random input pairs for the empirical Lipschitz constant
     lip_pairs: int = Field(default=256, ge=2)
-
-    @field_validator("split")
-    @classmethod
-    def _split_sums_to_one(cls, v: list[float]) -> list[float]:
-        if any(x <= 0 for x in v) or abs(sum(v) - 1.0) > 1e-6:
-            raise ValueError(
-                "split must be three positive fractions (train, cal, test) summing to 1"
-            )
-        return v
-
-    @field_validator("variants")
-    @classmethod
-    def _method_present(cls, v: list[str]) -> list[str]:
-        if "lip_rcp" not in v or len(set(v)) != len(v):
-            raise ValueError("variants must be distinct and include 'lip_rcp'")
-        return v
 
     @property
     def all_eps(self) -> list[float]:

@@ -1,4 +1,9 @@
-"""lip_rcp hooks for the pipeline stages (see reprolab.contract.MethodHooks)."""
+"""lip_rcp hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+Trained variants: ``lip_rcp`` (the 1-Lipschitz MLP) and ``rscp`` (a ReLU MLP trained on
+noisy inputs). ``vanilla_cp`` is evaluation-only (``reuses="lip_rcp"``): split CP on the
+very network lip_rcp certifies, trained once per (task, seed).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.methods.lip_rcp.config import LipRCPConfig
 
@@ -53,7 +58,10 @@ def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def units(cfg: LipRCPConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in cfg.variants]
+    from reprolab.methods.lip_rcp import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
 
 
 def _n_classes(data: dict) -> int:
@@ -250,11 +258,12 @@ def example_input(unit: Unit, cfg: LipRCPConfig, data: dict) -> torch.Tensor:
     return x[:256]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+    """``trained`` holds the trained nets: lip_rcp's (also vanilla_cp's) and rscp's."""
     from reprolab.methods.lip_rcp import plots as figs
 
     return [
         figs.coverage_vs_eps(table, out_dir / "coverage_vs_eps.png"),
         figs.size_and_time(table, out_dir / "set_size_and_time.png"),
-        figs.validation_curves(histories, out_dir / "val_acc_by_epoch.png"),
+        figs.validation_curves(trained, out_dir / "val_acc_by_epoch.png"),
     ]

@@ -3,6 +3,7 @@ robust set size and calibration + prediction time; validation accuracy by epoch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -64,7 +65,9 @@ def size_and_time(table: pd.DataFrame, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def validation_curves(histories: dict, path: Path) -> Path:
+def validation_curves(histories: Mapping, path: Path) -> Path:
+    """``histories``: trained unit -> per-epoch history (lip_rcp's net is also the one
+    vanilla_cp evaluates)."""
     rows = [
         {"variant": unit.variant, "task": unit.task, "epoch": h["epoch"], "val_acc": h["val_acc"]}
         for unit, history in histories.items()
