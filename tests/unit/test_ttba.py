@@ -173,23 +173,51 @@ def test_art_runs_repeat_exactly_with_the_same_seed():
     assert traces[0] != traces[2]
 
 
-def test_victim_is_identical_for_every_variant_of_a_seed(tmp_path: Path):
+def test_one_victim_per_task_and_seed_is_attacked_by_every_attack(tmp_path: Path):
+    """Only the victim units train; every attack unit of (task, seed) evaluates that
+    victim; the victim reports its accuracy and no attack metric, the baselines no
+    best-k diagnostic."""
     from reprolab import config, registry
     from reprolab.contract import Unit
+    from tests.contract.test_contract import build_assets
 
     spec = registry.get("ttba")
     hooks = registry.hooks("ttba")
     cfg = config.method_config("ttba", "smoke", spec.test_overrides, "test")
-    data, _ = hooks.prepare(cfg, (0,), tmp_path / "raw")
-    states = {}
-    for variant, seed in (("ttba", 0), ("hsja", 0), ("ttba", 1)):
-        unit = Unit("digits", variant, seed)
-        states[variant, seed] = hooks.train_unit(
-            unit, cfg, data["digits"], tmp_path / unit.id, lambda m: None
-        ).state
-    same, other = states["ttba", 0], states["hsja", 0]
-    assert all(torch.equal(same[k], other[k]) for k in same)
-    assert not all(torch.equal(same[k], states["ttba", 1][k]) for k in same)
+    seeds = (0, 1)
+    data, _ = hooks.prepare(cfg, seeds, tmp_path / "raw", build_assets(spec, tmp_path))
+    units = hooks.units(cfg, seeds, sorted(data))
+    trained = [u for u in units if spec.trains(u)]
+    assert trained == [Unit("digits", "victim", 0), Unit("digits", "victim", 1)]
+    for unit in units:
+        assert spec.source_unit(unit) == Unit(unit.task, "victim", unit.seed)
+    assert {u.variant for u in units} == {"victim", "ttba", "hsja", "signopt"}
+
+    victim = trained[0]
+    result = hooks.train_unit(victim, cfg, data["digits"], tmp_path / victim.id, lambda m: None)
+    again = hooks.train_unit(victim, cfg, data["digits"], tmp_path / "again", lambda m: None)
+    assert all(torch.equal(result.state[k], again.state[k]) for k in result.state)
+    assert result.history and {"train_loss", "val_acc"} <= set(result.history[-1])
+    model = hooks.restore(victim, cfg, data["digits"], result.state)
+    own = hooks.evaluate_unit(model, victim, cfg, data["digits"], result.history)
+    assert set(spec.variant_metrics("victim")) <= set(own)
+    assert not any(k.startswith(("median_l2", "k_ratio", "l2_at_q")) for k in own)
+    hsja = hooks.evaluate_unit(
+        model, victim.with_variant("hsja"), cfg, data["digits"], result.history
+    )
+    assert "median_l2" in hsja and not any(k.startswith("k_") for k in hsja)
+    assert "accuracy" not in hsja
+
+
+def test_variant_selection_needs_the_victim_and_the_method():
+    from reprolab import config
+
+    cfg = config.method_config("ttba", "smoke", {"variants": ["victim", "ttba"]}, "t")
+    assert cfg.variants == ["victim", "ttba"]
+    with pytest.raises(config.ConfigError, match="evaluates the trained 'victim'"):
+        config.method_config("ttba", "smoke", {"variants": ["ttba", "hsja"]}, "t")
+    with pytest.raises(config.ConfigError, match="'ttba' is not selected"):
+        config.method_config("ttba", "smoke", {"variants": ["victim", "hsja"]}, "t")
 
 
 def _ratio_table(values, counts=None):

@@ -10,6 +10,20 @@ from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.ttba.claims import CLAIMS
 from reprolab.methods.ttba.config import PROFILE_DEFAULTS, TtbaConfig
 
+#: headline metrics of every attack (per unit: median over the attacked images)
+ATTACK_METRICS = (
+    "median_l2",
+    "median_l2_half",
+    "median_l2_quarter",
+    "success_rate",
+    "queries_to_success_median",
+    "queries_used_max",
+)
+#: TtBA's best-k diagnostic (the baselines have no k_bridge)
+BEST_K_METRICS = ("k_ratio_median",)
+#: the victim's own metrics (test split)
+VICTIM_METRICS = ("accuracy",)
+
 SPEC = MethodSpec(
     slug="ttba",
     title="TtBA: two-third bridge hard-label attack vs HopSkipJump and Sign-OPT",
@@ -21,26 +35,41 @@ SPEC = MethodSpec(
     config_model=TtbaConfig,
     profile_defaults=PROFILE_DEFAULTS,
     variants=(
-        Variant("ttba", "TtBA: normal estimate, k_bridge bisection, step with 2/3 k_bridge", True),
-        Variant("hsja", "HopSkipJump from adversarial-robustness-toolbox (L2, untargeted)"),
-        Variant("signopt", "Sign-OPT from adversarial-robustness-toolbox (untargeted)"),
+        Variant(
+            "victim",
+            "the CNN under attack, trained once per (task, seed); reports its clean accuracy",
+            metrics=VICTIM_METRICS,
+        ),
+        Variant(
+            "ttba",
+            "TtBA: normal estimate, k_bridge bisection, step with 2/3 k_bridge",
+            is_method=True,
+            reuses="victim",
+            metrics=(*ATTACK_METRICS, *BEST_K_METRICS),
+        ),
+        Variant(
+            "hsja",
+            "HopSkipJump from adversarial-robustness-toolbox (L2, untargeted)",
+            reuses="victim",
+            metrics=ATTACK_METRICS,
+        ),
+        Variant(
+            "signopt",
+            "Sign-OPT from adversarial-robustness-toolbox (untargeted)",
+            reuses="victim",
+            metrics=ATTACK_METRICS,
+        ),
     ),
     claims=CLAIMS,
     hooks="reprolab.methods.ttba.method",
-    # int8_dynamic quantizes the CNN's two Linear layers; the convolutions stay fp32.
+    # The quantize stage quantizes the trained victims; every attack then runs on the
+    # int8 victim too. int8_dynamic quantizes the CNN's two Linear layers; the
+    # convolutions stay fp32.
     quantization=Quantization(schemes=("int8_dynamic",)),
-    metrics=(
-        "median_l2",
-        "median_l2_half",
-        "median_l2_quarter",
-        "success_rate",
-        "queries_to_success_median",
-        "queries_used_max",
-        "k_ratio_median",
-        "accuracy",
-    ),
+    metrics=(*ATTACK_METRICS, *BEST_K_METRICS, *VICTIM_METRICS),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
+    prepare_keys=("datasets", "max_rows", "split", "data_seed"),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 0,

@@ -1,11 +1,11 @@
 """ttba hooks for the pipeline stages (see reprolab.contract.MethodHooks).
 
-A unit (task, variant, seed) trains the victim CNN of (task, seed) and attacks it with
-``variant``. Training does not depend on the variant: every variant of a (task, seed)
-gets the same victim (same seed, same data order; checked in the unit tests), so all
-attacks face the same model, the same correctly classified test images, the same oracle
-and the same budget. The contract trains one unit per variant, so the victim is trained
-once per variant: a cheap CNN keeps that affordable.
+Variants: ``victim`` (trained) and the attacks ``ttba``, ``hsja``, ``signopt``
+(evaluation-only, ``reuses="victim"``). train@ttba trains one victim CNN per (task,
+seed); evaluate@ttba restores it (fp32, then quantized) and runs every attack on it, so
+all attacks face the identical model, the same correctly classified test images, the
+same oracle and the same budget. The victim unit's own evaluation reports its clean
+accuracy; the attack units report the attack metrics.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.methods.ttba.config import TtbaConfig
 
@@ -53,7 +53,10 @@ def prepare(
 
 
 def units(cfg: TtbaConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in cfg.variants]
+    from reprolab.methods.ttba import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
 
 
 # ---------------------------------------------------------------- train
@@ -85,13 +88,14 @@ def train_unit(
 ) -> TrainedUnit:
     import torch
 
-    from reprolab.core.training import batches, fit_resumable
-    from reprolab.methods.ttba.victim import Victim
+    from reprolab.core.training import ClassifierModule, batches, fit_resumable
+    from reprolab.methods.ttba.net import cnn
 
     x_tr, y_tr = _tensors(data, "train")
     x_va, y_va = _tensors(data, "val")
-    torch.manual_seed(unit.seed)  # the variant plays no part: one victim per (task, seed)
-    module = Victim(x_tr.shape[1], tuple(cfg.channels), cfg.hidden, cfg.lr, cfg.epochs)
+    torch.manual_seed(unit.seed)  # the victim of (task, seed): cross-entropy, Adam, cosine
+    net = cnn(x_tr.shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
+    module = ClassifierModule(net, lr=cfg.lr, epochs=cfg.epochs)
     train = batches(x_tr, y_tr, cfg.batch_size, unit.seed, shuffle=True)
     val = batches(x_va, y_va, 4096, unit.seed, shuffle=False)
     with _threads(cfg.threads):
@@ -115,9 +119,25 @@ def _image_seed(seed: int, index: int) -> int:
     return 1_000_003 * seed + index
 
 
+def victim_metrics(model, data: dict) -> dict[str, float]:
+    """The victim unit's metrics at the precision evaluated: accuracy on the test split
+    (whose correctly classified images the attacks take) and on the validation split,
+    each row classified alone as the oracle does, so an int8 victim's accuracy is the
+    one the attacks face."""
+    from reprolab.methods.ttba.oracle import HardLabelOracle
+
+    oracle = HardLabelOracle(model, N_CLASSES)
+    out = {}
+    for part, name in (("test", "accuracy"), ("val", "val_accuracy")):
+        x, y = _tensors(data, part)
+        out[name] = float((oracle.predict_rows(x) == y).float().mean())
+    return out
+
+
 def attack_images(model, unit: Unit, cfg: TtbaConfig, data: dict) -> dict:
-    """Attack the first ``n_images`` correctly classified test images with the unit's
-    variant; per image, the best L2 at every checkpoint of the curve and the query count."""
+    """Attack the first ``n_images`` test images the victim classifies correctly with the
+    unit's attack; per image, the best L2 at every checkpoint of the curve and the query
+    count (and, for TtBA, its k_bridge values and best-k ratios)."""
     import torch
 
     from reprolab.methods.ttba.attack import TtbaParams, best_k_ratio, ttba
@@ -175,17 +195,16 @@ def attack_images(model, unit: Unit, cfg: TtbaConfig, data: dict) -> dict:
         "seconds": seconds,
         "ratios": ratios,
         "k_bridges": k_bridges,
-        "accuracy": float((pred == y_te).float().mean()),
         "in_dim": x_te.shape[1],
     }
 
 
-def summarize(run: dict, cfg: TtbaConfig) -> dict[str, float]:
-    """Per-unit metrics from :func:`attack_images`' per-image results.
+def summarize(run: dict, cfg: TtbaConfig, variant: str) -> dict[str, float]:
+    """Per-unit metrics of an attack from :func:`attack_images`' per-image results.
 
     An image with no adversarial query yet counts with the largest L2 possible in the
     box, sqrt(d); queries to success count a failure as the whole budget (a censored
-    value, the same rule for every attack)."""
+    value, the same rule for every attack). TtBA adds its best-k diagnostic."""
     cap = math.sqrt(run["in_dim"])
     best = np.minimum(run["best"], cap)
     at = dict(zip(run["checkpoints"], np.median(best, axis=0), strict=True))
@@ -202,13 +221,15 @@ def summarize(run: dict, cfg: TtbaConfig) -> dict[str, float]:
         "queries_used_mean": float(np.mean(run["used"])),
         "queries_used_max": float(np.max(run["used"])),
         "seconds_per_image": float(np.mean(run["seconds"])),
-        "accuracy": run["accuracy"],
         "n_images": float(len(final)),
-        # best-k diagnostic of TtBA (0 with k_ratio_n = 0 for the baselines)
-        "k_ratio_median": float(np.median(run["ratios"])) if run["ratios"] else 0.0,
-        "k_ratio_n": float(len(run["ratios"])),
-        "k_bridge_median": float(np.median(run["k_bridges"])) if run["k_bridges"] else 0.0,
     }
+    if variant == "ttba":
+        # best-k diagnostic; k_ratio_n = 0 when no iteration qualified (the claim then
+        # leaves the unit out, whatever k_ratio_median holds)
+        ratios, k_bridges = run["ratios"], run["k_bridges"]
+        out["k_ratio_median"] = float(np.median(ratios)) if ratios else 0.0
+        out["k_ratio_n"] = float(len(ratios))
+        out["k_bridge_median"] = float(np.median(k_bridges)) if k_bridges else 0.0
     for b, value in at.items():
         out[f"l2_at_q{b}"] = float(value)
     return {k: float(v) for k, v in out.items()}
@@ -218,7 +239,9 @@ def evaluate_unit(
     model, unit: Unit, cfg: TtbaConfig, data: dict, history: list[dict]
 ) -> dict[str, float]:
     with _threads(cfg.threads):
-        return summarize(attack_images(model, unit, cfg, data), cfg)
+        if unit.variant == "victim":
+            return victim_metrics(model, data)
+        return summarize(attack_images(model, unit, cfg, data), cfg, unit.variant)
 
 
 def example_input(unit: Unit, cfg: TtbaConfig, data: dict) -> torch.Tensor:
@@ -226,11 +249,12 @@ def example_input(unit: Unit, cfg: TtbaConfig, data: dict) -> torch.Tensor:
     return x[:64]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+    """``trained`` holds the victims only (the attacks train nothing)."""
     from reprolab.methods.ttba import plots as figs
 
     return [
         figs.l2_vs_queries(table, out_dir / "median_l2_vs_queries.png"),
         figs.k_ratios(table, out_dir / "best_k_over_k_bridge.png"),
-        figs.validation_curves(histories, out_dir / "victim_val_acc_by_epoch.png"),
+        figs.validation_curves(trained, out_dir / "victim_val_acc_by_epoch.png"),
     ]

@@ -1,8 +1,9 @@
 """ttba figures: median L2 vs queries per attack; best-k / k_bridge per unit against 2/3;
-the victims' validation accuracy by epoch."""
+the victims' validation accuracy by epoch (one victim per (task, seed))."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -65,7 +66,8 @@ def k_ratios(table: pd.DataFrame, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def validation_curves(histories: dict, path: Path) -> Path:
+def validation_curves(histories: Mapping, path: Path) -> Path:
+    """``histories``: trained unit (a victim) -> its per-epoch history."""
     rows = [
         {"task": unit.task, "seed": unit.seed, "epoch": h["epoch"], "val_acc": h["val_acc"]}
         for unit, history in histories.items()
