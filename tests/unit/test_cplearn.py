@@ -243,8 +243,12 @@ def test_full_batches_drop_the_tail_and_reject_a_too_large_batch():
 
 
 def test_config_errors_name_the_key():
-    with pytest.raises(ValidationError, match="variants"):
-        CPLearnConfig(variants=["barlow_twins", "cplearn_noprior"])
+    from reprolab import config
+
+    with pytest.raises(config.ConfigError, match="variants"):  # the core checks variants
+        config.method_config(
+            "cplearn", "smoke", {"variants": ["barlow_twins", "cplearn_noprior"]}, "t"
+        )
     with pytest.raises(ValidationError, match="n_codes"):
         CPLearnConfig(n_codes=10**9)
     with pytest.raises(ValidationError, match="epochs"):

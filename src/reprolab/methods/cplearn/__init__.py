@@ -45,6 +45,7 @@ SPEC = MethodSpec(
     ),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
+    prepare_keys=("datasets", "max_rows", "test_frac", "data_seed"),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 300,

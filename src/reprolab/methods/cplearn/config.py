@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from reprolab.contract import MethodConfig
 
 Dataset = Literal["digits", "mnist", "fashion_mnist"]
-VariantName = Literal["cplearn", "barlow_twins", "cplearn_noprior"]
 
 
 class CPLearnConfig(MethodConfig):
@@ -19,9 +18,6 @@ class CPLearnConfig(MethodConfig):
     #: fraction of the kept rows held out as the test split (stratified, fixed at prepare)
     test_frac: float = Field(default=0.25, gt=0, lt=1)
     data_seed: int = Field(default=0, ge=0)
-    variants: list[VariantName] = Field(
-        default=["cplearn", "barlow_twins", "cplearn_noprior"], min_length=2
-    )
     #: encoder: conv channels (width, 2 width, 4 width) and the representation dim of h
     width: int = Field(default=8, ge=1)
     feat_dim: int = Field(default=64, ge=2)
@@ -53,13 +49,6 @@ class CPLearnConfig(MethodConfig):
     probe_max_iter: int = Field(default=1000, ge=10)
     #: k-means restarts (k = number of classes) for Barlow Twins' clusters and intra_var
     kmeans_init: int = Field(default=4, ge=1)
-
-    @field_validator("variants")
-    @classmethod
-    def _method_present(cls, v: list[str]) -> list[str]:
-        if "cplearn" not in v or len(set(v)) != len(v):
-            raise ValueError("variants must be distinct and include 'cplearn'")
-        return v
 
     @model_validator(mode="after")
     def _eps_fits_codes(self) -> CPLearnConfig:

@@ -43,7 +43,10 @@ def _images(data: dict, part: str) -> torch.Tensor:
 
 
 def units(cfg: CPLearnConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in cfg.variants]
+    from reprolab.methods.cplearn import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
 
 
 def _net(unit: Unit, cfg: CPLearnConfig, in_dim: int):

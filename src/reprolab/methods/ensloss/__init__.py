@@ -29,6 +29,15 @@ SPEC = MethodSpec(
     metrics=("test_acc", "val_acc", "train_acc"),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
+    prepare_keys=(
+        "datasets",
+        "n_pairs",
+        "pair_seed",
+        "max_rows",
+        "split",
+        "label_noise",
+        "data_seed",
+    ),
     test_overrides={
         "datasets": ["digits"],
         "n_pairs": 1,

@@ -93,12 +93,10 @@ def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [
-        Unit(task, variant, seed)
-        for task in sorted(tasks)
-        for seed in seeds
-        for variant in cfg.variants
-    ]
+    from reprolab.methods.ensloss import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
 
 
 def train_unit(
