@@ -340,9 +340,9 @@ class MethodHooks(Protocol):
         training data or, data-free, from the full-precision ``model`` itself. Without
         it the quantizer calibrates on ``[example_input(...)]``."""
 
-    def runtime_plots(self, table: Any, out_dir: Path, timings: dict[str, dict]) -> list[Path]:
+    def runtime_plots(self, table: Any, out_dir: Path, timings: dict[Unit, dict]) -> list[Path]:
         """Optional: figures of wall-clock measurements (the runtime metrics table of
-        evaluate, and each trained unit's ``timings`` by unit id). They differ on every
+        evaluate, and each trained unit's ``timings``). They differ on every
         run, so they go to data/runtime/<slug>/plots/, not to the versioned plots."""
 
     def plots(self, table: Any, out_dir: Path, trained: Any) -> list[Path]:

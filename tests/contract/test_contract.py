@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from reprolab import config, registry
-from reprolab.contract import MethodSpec, TrainedUnit, TrainedUnits
+from reprolab.contract import MethodSpec, TrainedUnit, TrainedUnits, is_runtime_metric
 from reprolab.core import quant
 from tests.conftest import ROOT
 
@@ -182,4 +182,10 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
         out.mkdir()
         trained = TrainedUnits(histories, lambda u: restored[spec.source_unit(u)])
         figures = hooks.plots(table, out, trained)
+        assert figures and all(p.is_file() and p.stat().st_size > 0 for p in figures)
+    if hasattr(hooks, "runtime_plots"):  # wall-clock figures (they go to data/runtime/)
+        out = tmp_path / "runtime_plots"
+        out.mkdir()
+        runtime = table[table.metric.map(is_runtime_metric)]
+        figures = hooks.runtime_plots(runtime, out, {u: {} for u in trained_units})
         assert figures and all(p.is_file() and p.stat().st_size > 0 for p in figures)

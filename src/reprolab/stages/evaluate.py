@@ -90,7 +90,8 @@ def run(slug: str, root: Path) -> dict:
         io.write_json(runtime / "claims.json", timed_claims)
         if hasattr(hooks, "runtime_plots"):
             train_timings = runtime / "train.json"
-            timings = io.read_json(train_timings)["units"] if train_timings.is_file() else {}
+            by_id = io.read_json(train_timings)["units"] if train_timings.is_file() else {}
+            timings = {u: by_id.get(u.id, {}) for u in trained_units}
             with io.atomic_dir(runtime / "plots") as tmp:
                 hooks.runtime_plots(runtime_table, tmp, timings)
             for plot in sorted((runtime / "plots").glob("*.png")):

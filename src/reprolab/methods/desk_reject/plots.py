@@ -116,18 +116,17 @@ def gap_vs_size(table: pd.DataFrame, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def solve_time(histories: dict, path: Path) -> Path:
-    """Solver wall time per instance by size and policy (from the training histories)."""
+def solve_time(timings: dict, path: Path) -> Path:
+    """Solver wall time per instance by size and policy (the units' training timings)."""
     records = [
         {
             "family": unit.param["family"],
             "papers": int(unit.param["papers"]),
             "policy": unit.variant,
-            "seconds": h["solve_seconds"],
+            "seconds": t["solve_seconds"],
         }
-        for unit, history in histories.items()
-        if unit.param["family"] in FAMILIES
-        for h in history
+        for unit, t in timings.items()
+        if unit.param["family"] in FAMILIES and "solve_seconds" in t
     ]
     frame = pd.DataFrame(records)
     families = [f for f in FAMILIES if f in set(frame.family)] if len(frame) else []

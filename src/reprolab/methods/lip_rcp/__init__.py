@@ -42,7 +42,7 @@ SPEC = MethodSpec(
         "coverage_attacked",
         "coverage_clean",
         "set_size",
-        "wall_s",
+        "wall_seconds",
         "lipschitz_emp",
         "accuracy",
     ),
