@@ -239,7 +239,12 @@ def smoke_repro(
     name = "project-worker" if worker else "project"
     project = copy_project(workdir / name)
     probe_file = workdir / f"probe-{name}.jsonl"
-    extra = {"PYTHONPATH": str(PROBE_DIR), "REPROLAB_BENCH_PROBE": str(probe_file)}
+    # The copy's own src/ comes first: the stages run the code as it was when the copy
+    # was made, not the editable install's files, which may change while this runs.
+    extra = {
+        "PYTHONPATH": os.pathsep.join([str(PROBE_DIR), str(project / "src")]),
+        "REPROLAB_BENCH_PROBE": str(probe_file),
+    }
     if threads is not None:
         extra["REPROLAB_THREADS"] = str(threads)
     env = tool_env(extra)
@@ -1045,17 +1050,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "pipeline" in only:
             try:
+                if not args.no_worker:  # first, so a failing in-process run cannot skip it
+                    try:
+                        results["smoke_repro_worker"], _ = smoke_repro(
+                            workdir, args.pipeline_threads, worker=True
+                        )
+                    except Exception as exc:  # noqa: BLE001 - report what ran
+                        results["errors"]["pipeline_worker"] = f"{type(exc).__name__}: {exc}"[
+                            -3000:
+                        ]
                 smoke, project = smoke_repro(workdir, args.pipeline_threads)
                 results["smoke_repro"] = smoke
-                if not args.no_worker:
-                    results["smoke_repro_worker"], _ = smoke_repro(
-                        workdir, args.pipeline_threads, worker=True
-                    )
                 results["noop_repro"] = noop_repro(project)
                 log("1b. per-process fixed cost (cross-check) ...")
                 smoke["process_fixed_cost"] = process_fixed_cost(project)
             except Exception as exc:  # noqa: BLE001 - report what ran
-                results["errors"]["pipeline"] = f"{type(exc).__name__}: {exc}"[:3000]
+                results["errors"]["pipeline"] = f"{type(exc).__name__}: {exc}"[-3000:]
         if "lightning" in only:
             try:
                 results["lightning_vs_plain"] = lightning_vs_plain(
