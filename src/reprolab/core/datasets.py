@@ -2,14 +2,21 @@
 
 Each loader returns raw arrays (images as uint8 in [0, 255], flattened) and raises
 :class:`MissingSourceError` with the exact command that fetches a missing source.
+The image methods' ``prepare`` is :func:`image_tasks` (stratified subsample and split
+of the ``images`` asset); :func:`part_tensors` turns a prepared part into tensors.
 """
 
 from __future__ import annotations
 
 import gzip
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 FASHION_FILES = {
     "x_train": "train-images-idx3-ubyte.gz",
@@ -124,3 +131,49 @@ def image_asset(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
 
     arrays = load_arrays(path)
     return arrays["x"], arrays["y"]
+
+
+def image_task_keys(split_key: str = "split") -> tuple[str, ...]:
+    """``MethodSpec.prepare_keys`` of a method whose ``prepare`` is :func:`image_tasks`
+    on its config's ``datasets``, ``max_rows``, split fractions (under ``split_key``)
+    and ``data_seed``: the keys its prepared data depends on."""
+    return ("datasets", "max_rows", split_key, "data_seed")
+
+
+def image_tasks(
+    folder: Path,
+    names: Sequence[str],
+    max_rows: int,
+    fractions: Sequence[float],
+    seed: int,
+    parts: tuple[str | None, str | None, str | None] = ("train", "val", "test"),
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+    """The ``prepare`` of a method that classifies (or embeds) whole image datasets: one
+    task per dataset of the ``images`` asset ``folder``, at most ``max_rows`` rows
+    (:func:`stratified_subsample` with ``seed``), split by class into three parts with
+    ``fractions`` (:func:`stratified_split` with ``seed + 1``). The parts are named by
+    ``parts``; a part named ``None`` is dropped. Every dataset is loaded before any is
+    split, so a missing one fails first.
+
+    Returns the tasks (``x_<part>``, ``y_<part>`` per kept part) and prepare's info:
+    ``sizes`` (training rows per task) and ``splits`` (rows per kept part and task)."""
+    sources = {name: image_asset(folder, name) for name in names}
+    tasks, splits = {}, {}
+    for name, (x, y) in sources.items():
+        x, y = stratified_subsample(x, y, max_rows, seed)
+        index = stratified_split(y, tuple(fractions), seed + 1)  # type: ignore[arg-type]
+        kept = [(part, idx) for part, idx in zip(parts, index, strict=True) if part]
+        tasks[name] = {f"{k}_{part}": a[idx] for part, idx in kept for k, a in (("x", x), ("y", y))}
+        splits[name] = {part: len(idx) for part, idx in kept}
+    return tasks, {"sizes": {k: v[parts[0]] for k, v in splits.items()}, "splits": splits}
+
+
+def part_tensors(data: Mapping, part: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, y)`` of one part of a task's prepared arrays (``x_<part>``, ``y_<part>``):
+    ``x`` as float32, uint8 images scaled to [0, 1] (other inputs kept as they are);
+    ``y`` as int64 labels. (torch is imported here, not by ``prepare``.)"""
+    import torch
+
+    x = torch.from_numpy(np.asarray(data[f"x_{part}"]))
+    x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+    return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()

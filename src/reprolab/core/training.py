@@ -195,3 +195,20 @@ class ClassifierModule(HistoryModule):
         opt = torch.optim.Adam(self.parameters(), lr=self.lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
+
+
+def fit_supervised(
+    module: pl.LightningModule,
+    train: tuple[torch.Tensor, torch.Tensor],
+    val: tuple[torch.Tensor, torch.Tensor],
+    batch_size: int,
+    epochs: int,
+    seed: int,
+    resume_dir: Path,
+) -> None:
+    """:func:`fit_resumable` on ``(x, y)`` tensors: shuffled training batches of
+    ``batch_size`` (order fixed by ``seed`` and epoch) and the validation part, watched
+    every epoch, in batches of 4096 in its own order."""
+    train_batches = batches(*train, batch_size, seed, shuffle=True)
+    val_batches = batches(*val, 4096, seed, shuffle=False)
+    fit_resumable(module, train_batches, val_batches, epochs, resume_dir)

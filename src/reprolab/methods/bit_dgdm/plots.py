@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
 
 PANELS = (
     ("qm9", "validity", "QM9 validity"),
@@ -56,24 +56,12 @@ def memory_by_precision(table: pd.DataFrame, path: Path) -> Path:
 
 
 def training_curves(histories: dict, path: Path) -> Path:
-    rows = [
-        {
-            "task": unit.task,
-            "epoch": h["epoch"],
-            "edges": h["val_ce_edges"],
-            "nodes": h["val_ce_nodes"],
-        }
-        for unit, history in histories.items()
-        for h in history
-    ]
+    nodes = mean_curves(histories, "val_ce_nodes")
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    if rows:
-        curves = pd.DataFrame(rows).groupby(["task", "epoch"])[["edges", "nodes"]].mean()
-        for task, part in curves.groupby(level="task"):
-            part = part.droplevel("task")
-            ax.plot(part.index, part["edges"], label=f"{task} edges")
-            if task == "qm9":
-                ax.plot(part.index, part["nodes"], ls="--", label=f"{task} nodes")
+    for task, edges in mean_curves(histories, "val_ce_edges").items():
+        ax.plot(edges.index, edges.to_numpy(), label=f"{task} edges")
+        if task == "qm9":
+            ax.plot(nodes[task].index, nodes[task].to_numpy(), ls="--", label=f"{task} nodes")
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation cross-entropy (fixed noise)")
     ax.set_title("Training curves (mean over seeds)")

@@ -8,6 +8,7 @@ Tuytelaars, ICML 2025). Official code: https://github.com/emsansone/CPLearn
 from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.core.datasets import image_task_keys
 from reprolab.methods.cplearn.claims import CLAIMS
 from reprolab.methods.cplearn.config import PROFILE_DEFAULTS, CPLearnConfig
 
@@ -45,7 +46,7 @@ SPEC = MethodSpec(
     ),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
-    prepare_keys=("datasets", "max_rows", "test_frac", "data_seed"),
+    prepare_keys=image_task_keys("test_frac"),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 300,

@@ -22,24 +22,13 @@ if TYPE_CHECKING:
 def prepare(
     cfg: CPLearnConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
-    sources = {name: datasets.image_asset(assets["images"], name) for name in cfg.datasets}
-    tasks, sizes = {}, {}
-    for name, (x, y) in sources.items():
-        x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
-        split = (1 - cfg.test_frac, 0.0, cfg.test_frac)
-        tr, _, te = datasets.stratified_split(y, split, cfg.data_seed + 1)
-        tasks[name] = {"x_train": x[tr], "y_train": y[tr], "x_test": x[te], "y_test": y[te]}
-        sizes[name] = {"train": len(tr), "test": len(te)}
-    return tasks, {"sizes": {k: v["train"] for k, v in sizes.items()}, "splits": sizes}
+    split, parts = (1 - cfg.test_frac, 0.0, cfg.test_frac), ("train", None, "test")
+    return datasets.image_tasks(
+        assets["images"], cfg.datasets, cfg.max_rows, split, cfg.data_seed, parts
+    )
 
 
 # ---------------------------------------------------------------- train
-
-
-def _images(data: dict, part: str) -> torch.Tensor:
-    import torch
-
-    return torch.from_numpy(np.asarray(data[f"x_{part}"])).float() / 255.0
 
 
 def units(cfg: CPLearnConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
@@ -71,7 +60,7 @@ def train_unit(
     from reprolab.core.training import fit_resumable
     from reprolab.methods.cplearn.module import SSLModule, full_batches
 
-    x = _images(data, "train")
+    x = datasets.part_tensors(data, "train")[0]
     torch.manual_seed(unit.seed)
     module = SSLModule(_net(unit, cfg, x.shape[1]), unit.variant, cfg, unit.seed)
     fit_resumable(module, full_batches(x, cfg.batch_size, unit.seed), None, cfg.epochs, resume_dir)
@@ -130,8 +119,8 @@ def evaluate_unit(
 
     model.eval()
     y_tr, y_te = np.asarray(data["y_train"]), np.asarray(data["y_test"])
-    h_tr, _, _ = _embed(model, _images(data, "train"))
-    h_te, e_te, codes = _embed(model, _images(data, "test"))
+    h_tr, _, _ = _embed(model, datasets.part_tensors(data, "train")[0])
+    h_te, e_te, codes = _embed(model, datasets.part_tensors(data, "test")[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         probe = linear_probe(h_tr, y_tr, h_te, y_te, cfg.probe_c, cfg.probe_max_iter, unit.seed)
@@ -155,7 +144,7 @@ def evaluate_unit(
 
 
 def example_input(unit: Unit, cfg: CPLearnConfig, data: dict) -> torch.Tensor:
-    return _images(data, "test")[:256]
+    return datasets.part_tensors(data, "test")[0][:256]
 
 
 def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:

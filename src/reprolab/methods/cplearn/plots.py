@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import plot_mean_curves, save_figure  # noqa: E402
 
 
 def _bars(table: pd.DataFrame, panels: list[tuple[str, str]], title: str, path: Path) -> Path:
@@ -56,23 +56,14 @@ def quality(table: pd.DataFrame, path: Path) -> Path:
 
 
 def training_curves(histories: dict, path: Path) -> Path:
-    rows = [
-        {"task": u.task, "variant": u.variant, **h}
-        for u, history in histories.items()
-        for h in history
-        if "codes_used_frac" in h
-    ]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    if rows:
-        frame = pd.DataFrame(rows)
-        for ax, metric, label in (
-            (axes[0], "codes_used_frac", "distinct codes per batch / batch size"),
-            (axes[1], "prior", "KL(batch-mean assignment || uniform)"),
-        ):
-            curves = frame.groupby(["task", "variant", "epoch"])[metric].mean()
-            for (task, variant), s in curves.groupby(level=["task", "variant"]):
-                s = s.droplevel(["task", "variant"])
-                ax.plot(s.index, s.to_numpy(), marker=".", label=f"{task} {variant}")
+    for ax, metric, label in (
+        (axes[0], "codes_used_frac", "distinct codes per batch / batch size"),
+        (axes[1], "prior", "KL(batch-mean assignment || uniform)"),
+    ):
+        # barlow_twins logs neither: only cplearn's variants have lines
+        plot_mean_curves(ax, histories, metric, by=("task", "variant"), marker=".")
+        if ax.lines:
             ax.set_xlabel("epoch")
             ax.set_ylabel(label, fontsize=9)
             ax.legend(fontsize=7)

@@ -84,14 +84,6 @@ def prepare(
 # ---------------------------------------------------------------- train
 
 
-def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
-    import torch
-
-    x = torch.from_numpy(np.asarray(data[f"x_{part}"]))
-    x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
-    return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()
-
-
 def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
     from reprolab.methods.ensloss import SPEC
 
@@ -104,11 +96,11 @@ def train_unit(
 ) -> TrainedUnit:
     import torch
 
-    from reprolab.core.training import batches, fit_resumable
+    from reprolab.core.training import fit_supervised
     from reprolab.methods.ensloss.module import BinaryClassifier
 
-    x_tr, y_tr = _tensors(data, "train")
-    x_va, y_va = _tensors(data, "val")
+    x_tr, y_tr = datasets.part_tensors(data, "train")
+    x_va, y_va = datasets.part_tensors(data, "val")
     torch.manual_seed(unit.seed)  # initial weights: same init for every loss under a seed
     module = BinaryClassifier(
         in_dim=x_tr.shape[1],
@@ -121,9 +113,9 @@ def train_unit(
         epochs=cfg.epochs,
         seed=unit.seed,
     )
-    train = batches(x_tr, y_tr, cfg.batch_size, unit.seed, shuffle=True)
-    val = batches(x_va, y_va, 4096, unit.seed, shuffle=False)
-    fit_resumable(module, train, val, cfg.epochs, resume_dir)
+    fit_supervised(
+        module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+    )
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
@@ -147,7 +139,7 @@ def evaluate_unit(
 
     out = {}
     for part in ("train", "val", "test"):
-        x, y = _tensors(data, part)
+        x, y = datasets.part_tensors(data, part)
         if part == "train":  # accuracy on the clean labels: how well it fits the truth
             y = torch.from_numpy(np.asarray(data["y_train_clean"])).long()
         out[f"{part}_acc"] = accuracy(model, x, y)
@@ -155,13 +147,13 @@ def evaluate_unit(
 
 
 def example_input(unit: Unit, cfg: EnsLossConfig, data: dict) -> torch.Tensor:
-    x, _ = _tensors(data, "test")
+    x, _ = datasets.part_tensors(data, "test")
     return x[:256]
 
 
 def calibration_inputs(unit: Unit, cfg: EnsLossConfig, data: dict, model) -> list:
     """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
-    x, _ = _tensors(data, "train")
+    x, _ = datasets.part_tensors(data, "train")
     return [x[:512]]
 
 

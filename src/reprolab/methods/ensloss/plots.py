@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 
 
@@ -58,18 +58,11 @@ def quantized_vs_fp32(table: pd.DataFrame, path: Path) -> Path:
 
 def validation_curves(histories: dict, path: Path) -> Path:
     """Mean validation accuracy per epoch and loss, over every task and seed."""
-    rows = [
-        {"variant": unit.variant, "epoch": h["epoch"], "val_acc": h["val_acc"]}
-        for unit, history in histories.items()
-        for h in history
-    ]
-    curves = pd.DataFrame(rows).groupby(["variant", "epoch"]).val_acc.mean()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for variant in curves.index.get_level_values("variant").unique():
-        series = curves.xs(variant, level="variant")
-        ax.plot(series.index, series.to_numpy(), label=variant)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("validation accuracy (mean over tasks, seeds)")
-    ax.set_title("Training curves (noisy training labels)")
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return curves_figure(
+        histories,
+        "val_acc",
+        path,
+        by=("variant",),
+        ylabel="validation accuracy (mean over tasks, seeds)",
+        title="Training curves (noisy training labels)",
+    )

@@ -8,6 +8,7 @@ et al., ICML 2025). Official code: https://github.com/deel-ai-papers/lip-rcp
 from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.core.datasets import image_task_keys
 from reprolab.methods.lip_rcp.claims import CLAIMS
 from reprolab.methods.lip_rcp.config import PROFILE_DEFAULTS, LipRCPConfig
 
@@ -48,7 +49,7 @@ SPEC = MethodSpec(
     ),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
-    prepare_keys=("datasets", "max_rows", "split", "data_seed"),
+    prepare_keys=image_task_keys(),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 400,

@@ -30,31 +30,13 @@ LIPSCHITZ_VARIANTS = ("lip_rcp", "vanilla_cp")
 def prepare(
     cfg: LipRCPConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
-    sources = {name: datasets.image_asset(assets["images"], name) for name in cfg.datasets}
-    tasks, sizes = {}, {}
-    for name, (x, y) in sources.items():
-        x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
-        tr, ca, te = datasets.stratified_split(y, tuple(cfg.split), cfg.data_seed + 1)
-        tasks[name] = {
-            "x_train": x[tr],
-            "y_train": y[tr],
-            "x_cal": x[ca],
-            "y_cal": y[ca],
-            "x_test": x[te],
-            "y_test": y[te],
-        }
-        sizes[name] = {"train": len(tr), "cal": len(ca), "test": len(te)}
-    return tasks, {"sizes": {k: v["train"] for k, v in sizes.items()}, "splits": sizes}
+    parts = ("train", "cal", "test")  # the middle part calibrates the sets
+    return datasets.image_tasks(
+        assets["images"], cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed, parts
+    )
 
 
 # ---------------------------------------------------------------- train
-
-
-def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
-    import torch
-
-    x = torch.from_numpy(np.asarray(data[f"x_{part}"])).float() / 255.0
-    return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()
 
 
 def units(cfg: LipRCPConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
@@ -73,12 +55,12 @@ def train_unit(
 ) -> TrainedUnit:
     import torch
 
-    from reprolab.core.training import batches, fit_resumable
+    from reprolab.core.training import fit_supervised
     from reprolab.methods.lip_rcp.module import Classifier
     from reprolab.methods.lip_rcp.net import freeze
 
-    x_tr, y_tr = _tensors(data, "train")
-    x_ca, y_ca = _tensors(data, "cal")
+    x_tr, y_tr = datasets.part_tensors(data, "train")
+    x_ca, y_ca = datasets.part_tensors(data, "cal")
     lipschitz = unit.variant in LIPSCHITZ_VARIANTS
     torch.manual_seed(unit.seed)
     module = Classifier(
@@ -95,9 +77,9 @@ def train_unit(
         seed=unit.seed,
     )
     # The calibration split is only watched (accuracy per epoch), never used to select.
-    train = batches(x_tr, y_tr, cfg.batch_size, unit.seed, shuffle=True)
-    val = batches(x_ca, y_ca, 4096, unit.seed, shuffle=False)
-    fit_resumable(module, train, val, cfg.epochs, resume_dir)
+    fit_supervised(
+        module, (x_tr, y_tr), (x_ca, y_ca), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+    )
     net = freeze(module.net) if lipschitz else module.net
     return TrainedUnit(state=net.state_dict(), history=module.history)
 
@@ -215,8 +197,8 @@ def evaluate_unit(
     from reprolab.methods.lip_rcp import cp
     from reprolab.methods.lip_rcp.net import lipschitz_bound
 
-    x_cal, y_cal = _tensors(data, "cal")
-    x_te, y_te = _tensors(data, "test")
+    x_cal, y_cal = datasets.part_tensors(data, "cal")
+    x_te, y_te = datasets.part_tensors(data, "test")
     # The Lipschitz bound is a property of the trained model (1 by construction; here
     # the exact product of spectral norms), computed once, outside the timed region.
     lip = lipschitz_bound(model)
@@ -254,8 +236,7 @@ def evaluate_unit(
 
 
 def example_input(unit: Unit, cfg: LipRCPConfig, data: dict) -> torch.Tensor:
-    x, _ = _tensors(data, "test")
-    return x[:256]
+    return datasets.part_tensors(data, "test")[0][:256]
 
 
 def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:

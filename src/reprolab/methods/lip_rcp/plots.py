@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
 
 
 def _eps(metric: str, prefix: str) -> float:
@@ -72,19 +72,12 @@ def wall_time(table: pd.DataFrame, path: Path) -> Path:
 def validation_curves(histories: Mapping, path: Path) -> Path:
     """``histories``: trained unit -> per-epoch history (lip_rcp's net is also the one
     vanilla_cp evaluates)."""
-    rows = [
-        {"variant": unit.variant, "task": unit.task, "epoch": h["epoch"], "val_acc": h["val_acc"]}
-        for unit, history in histories.items()
-        for h in history
-    ]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    if rows:
-        curves = pd.DataFrame(rows).groupby(["task", "variant", "epoch"]).val_acc.mean()
-        for (task, variant), series in curves.groupby(level=["task", "variant"]):
-            s = series.droplevel(["task", "variant"])
-            ax.plot(s.index, s.to_numpy(), label=f"{task} {variant}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("accuracy on the calibration split")
-    ax.set_title("Training curves (mean over seeds)")
-    ax.legend(fontsize=7)
-    return save_figure(fig, path)
+    return curves_figure(
+        histories,
+        "val_acc",
+        path,
+        by=("task", "variant"),
+        ylabel="accuracy on the calibration split",
+        title="Training curves (mean over seeds)",
+        legend_size=7,
+    )

@@ -7,6 +7,7 @@ al., ICML 2025). Official code: https://github.com/BUPTAIOC/TtBA (TtBA.py, main.
 from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.core.datasets import image_task_keys
 from reprolab.methods.ttba.claims import CLAIMS
 from reprolab.methods.ttba.config import PROFILE_DEFAULTS, TtbaConfig
 
@@ -69,7 +70,7 @@ SPEC = MethodSpec(
     metrics=(*ATTACK_METRICS, *BEST_K_METRICS, *VICTIM_METRICS),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
-    prepare_keys=("datasets", "max_rows", "split", "data_seed"),
+    prepare_keys=image_task_keys(),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 0,

@@ -35,21 +35,9 @@ N_CLASSES = 10
 def prepare(
     cfg: TtbaConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
-    tasks, sizes = {}, {}
-    for name in cfg.datasets:
-        x, y = datasets.image_asset(assets["images"], name)
-        x, y = datasets.stratified_subsample(x, y, cfg.max_rows, cfg.data_seed)
-        tr, va, te = datasets.stratified_split(y, tuple(cfg.split), cfg.data_seed + 1)
-        tasks[name] = {
-            "x_train": x[tr],
-            "y_train": y[tr],
-            "x_val": x[va],
-            "y_val": y[va],
-            "x_test": x[te],
-            "y_test": y[te],
-        }
-        sizes[name] = {"train": len(tr), "val": len(va), "test": len(te)}
-    return tasks, {"sizes": {k: v["train"] for k, v in sizes.items()}, "splits": sizes}
+    return datasets.image_tasks(
+        assets["images"], cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
+    )
 
 
 def units(cfg: TtbaConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
@@ -76,30 +64,23 @@ def _threads(n: int):
         torch.set_num_threads(before)
 
 
-def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
-    import torch
-
-    x = torch.from_numpy(np.asarray(data[f"x_{part}"])).float() / 255.0
-    return x, torch.from_numpy(np.asarray(data[f"y_{part}"])).long()
-
-
 def train_unit(
     unit: Unit, cfg: TtbaConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
-    from reprolab.core.training import ClassifierModule, batches, fit_resumable
+    from reprolab.core.training import ClassifierModule, fit_supervised
     from reprolab.methods.ttba.net import cnn
 
-    x_tr, y_tr = _tensors(data, "train")
-    x_va, y_va = _tensors(data, "val")
+    x_tr, y_tr = datasets.part_tensors(data, "train")
+    x_va, y_va = datasets.part_tensors(data, "val")
     torch.manual_seed(unit.seed)  # the victim of (task, seed): cross-entropy, Adam, cosine
     net = cnn(x_tr.shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
     module = ClassifierModule(net, lr=cfg.lr, epochs=cfg.epochs)
-    train = batches(x_tr, y_tr, cfg.batch_size, unit.seed, shuffle=True)
-    val = batches(x_va, y_va, 4096, unit.seed, shuffle=False)
     with _threads(cfg.threads):
-        fit_resumable(module, train, val, cfg.epochs, resume_dir)
+        fit_supervised(
+            module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+        )
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
@@ -129,7 +110,7 @@ def victim_metrics(model, data: dict) -> dict[str, float]:
     oracle = HardLabelOracle(model, N_CLASSES)
     out = {}
     for part, name in (("test", "accuracy"), ("val", "val_accuracy")):
-        x, y = _tensors(data, part)
+        x, y = datasets.part_tensors(data, part)
         out[name] = float((oracle.predict_rows(x) == y).float().mean())
     return out
 
@@ -144,7 +125,7 @@ def attack_images(model, unit: Unit, cfg: TtbaConfig, data: dict) -> dict:
     from reprolab.methods.ttba.baselines import art_classifier, run_art
     from reprolab.methods.ttba.oracle import HardLabelOracle
 
-    x_te, y_te = _tensors(data, "test")
+    x_te, y_te = datasets.part_tensors(data, "test")
     oracle = HardLabelOracle(model, N_CLASSES)
     pred = oracle.predict_rows(x_te)
     correct = torch.nonzero(pred == y_te).flatten()[: cfg.n_images].tolist()
@@ -245,8 +226,7 @@ def evaluate_unit(
 
 
 def example_input(unit: Unit, cfg: TtbaConfig, data: dict) -> torch.Tensor:
-    x, _ = _tensors(data, "test")
-    return x[:64]
+    return datasets.part_tensors(data, "test")[0][:64]
 
 
 def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
 from reprolab.methods.ttba.claims import RATIO_TOLERANCE, TWO_THIRDS  # noqa: E402
 
 _PREFIX = "l2_at_q"
@@ -68,19 +68,12 @@ def k_ratios(table: pd.DataFrame, path: Path) -> Path:
 
 def validation_curves(histories: Mapping, path: Path) -> Path:
     """``histories``: trained unit (a victim) -> its per-epoch history."""
-    rows = [
-        {"task": unit.task, "seed": unit.seed, "epoch": h["epoch"], "val_acc": h["val_acc"]}
-        for unit, history in histories.items()
-        for h in history
-    ]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    if rows:
-        curves = pd.DataFrame(rows).groupby(["task", "epoch"]).val_acc.mean()
-        for task, series in curves.groupby(level="task"):
-            s = series.droplevel("task")
-            ax.plot(s.index, s.to_numpy(), marker=".", label=task)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("victim accuracy on the validation split")
-    ax.set_title("Victim CNN training (mean over seeds)", fontsize=10)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return curves_figure(
+        histories,
+        "val_acc",
+        path,
+        ylabel="victim accuracy on the validation split",
+        title="Victim CNN training (mean over seeds)",
+        title_size=10,
+        marker=".",
+    )

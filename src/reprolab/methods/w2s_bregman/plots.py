@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 from reprolab.methods.w2s_bregman.config import HEADS  # noqa: E402
 
@@ -73,17 +73,11 @@ def gap_by_k(table: pd.DataFrame, path: Path) -> Path:
 
 def training_curves(histories: dict, path: Path) -> Path:
     """Mean training objective KL(f_strong || f_weak) against step, one line per variant."""
-    rows = [
-        {"variant": unit.variant, "step": h["step"], "train_kl": h["train_kl"]}
-        for unit, history in histories.items()
-        for h in history
-    ]
+    curves = mean_curves(histories, "train_kl", by=("variant",), x="step")
     fig, ax = plt.subplots(figsize=(5, 3.4))
-    if rows:
-        curves = pd.DataFrame(rows)
-        for variant in _order(curves.variant.unique()):
-            mean = curves[curves.variant == variant].groupby("step").train_kl.mean()
-            ax.plot(mean.index, mean.to_numpy(), label=variant)
+    for variant in _order(curves):
+        ax.plot(curves[variant].index, curves[variant].to_numpy(), label=variant)
+    if curves:
         ax.legend(fontsize=7)
     ax.set_xlabel("step")
     ax.set_ylabel("train E KL(f_strong || f_weak)")
