@@ -35,7 +35,7 @@ test: venv
 	$(BIN)/python -m pytest -m "not slow" -q --durations=15
 
 test-slow: venv
-	$(BIN)/python -m pytest -m slow -q
+	$(BIN)/python -m pytest -m slow -q --durations=15
 
 bench: venv
 	$(BIN)/python bench/bench_pipeline.py --out bench/results/latest.json

@@ -56,12 +56,49 @@ def run(cmd: list[str], cwd: Path, check: bool = True, env: dict | None = None, 
     return proc
 
 
-def copy_project(dest: Path, ensloss: dict | None = None) -> Path:
-    """Copy the project's files (tracked and new, not ignored) into ``dest`` as a fresh
-    git repo with one commit, params shrunk to the tiny EnsLoss config (and every other
-    method to the tiny config its spec declares for tests)."""
+# Methods of a project copy. Whole-pipeline tests (DVC, Prefect, MLflow, resume, faults)
+# prove the machinery, which is the same for every method, so they run one or two; the
+# contract test (tests/contract) is what runs every registered method.
+DEFAULT_METHODS = ("ensloss",)  # cheap, a network: every stage does real work
+# The shared reproduced copy: a network method with quantization (EnsLoss, three schemes)
+# and one whose trained object is not a network (quantization does not apply), so the
+# report, DVC's per-method fan-out and MLflow see two methods of both kinds.
+PIPELINE_METHODS = ("ensloss", "dp_noise")
+
+
+def tiny_params(params: dict, methods, ensloss: dict | None = None) -> dict:
+    """``params`` (as read from params.yaml) cut down to ``methods``, each at the tiny
+    config its spec declares for tests (``SPEC.test_overrides``; EnsLoss at
+    ``ensloss``, default TINY_ENSLOSS), and to the shared assets those methods read."""
     from reprolab import registry
 
+    methods = list(dict.fromkeys(methods))
+    for slug in methods:
+        registry.check_slug(slug)
+    sections = params.get("methods") or {}
+    kept = {}
+    for slug in methods:
+        section = dict(sections.get(slug) or {})
+        if slug == "ensloss":
+            section["smoke"] = dict(TINY_ENSLOSS if ensloss is None else ensloss)
+        else:
+            section["smoke"] = dict(registry.get(slug).test_overrides)
+        section.setdefault("paper", {})
+        kept[slug] = section
+    out = {**params, "profile": "smoke", "methods": kept}
+    if "assets" in params:  # shared assets: only those the kept methods read
+        wanted = {name for slug in methods for name in getattr(registry.get(slug), "assets", ())}
+        out["assets"] = {k: v for k, v in (params["assets"] or {}).items() if k in wanted}
+    return out
+
+
+def copy_project(
+    dest: Path, ensloss: dict | None = None, *, methods: tuple[str, ...] = DEFAULT_METHODS
+) -> Path:
+    """Copy the project's files (tracked and new, not ignored) into ``dest`` as a fresh
+    git repo with one commit, params.yaml cut down to ``methods`` (default: EnsLoss
+    only) at their tiny test configs (see ``tiny_params``): dvc.yaml's ``foreach`` then
+    has stages for those methods only."""
     files = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard", "-z"],
         cwd=ROOT,
@@ -77,11 +114,7 @@ def copy_project(dest: Path, ensloss: dict | None = None) -> Path:
             shutil.copy2(src, target)
     (dest / "dvc.lock").unlink(missing_ok=True)
     params = yaml.safe_load((dest / "params.yaml").read_text())
-    params["profile"] = "smoke"
-    for slug in registry.slugs():
-        if slug != "ensloss":
-            params["methods"][slug]["smoke"] = dict(registry.get(slug).test_overrides)
-    params["methods"]["ensloss"]["smoke"] = dict(TINY_ENSLOSS if ensloss is None else ensloss)
+    params = tiny_params(params, methods, ensloss)
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (dest / "data").mkdir(exist_ok=True)
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "copy"]):
@@ -103,13 +136,14 @@ def copy_project(dest: Path, ensloss: dict | None = None) -> Path:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A fresh tiny copy of the project (nothing computed yet)."""
+    """A fresh tiny copy of the project with EnsLoss only (nothing computed yet)."""
     return copy_project(tmp_path / "project")
 
 
 @pytest.fixture(scope="session")
 def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny copy on which `dvc repro` has run once (shared, treat as read-only)."""
-    root = copy_project(tmp_path_factory.mktemp("reproduced") / "project")
+    """A tiny copy of PIPELINE_METHODS on which `dvc repro` has run once (shared by
+    every test that reads a reproduced project; treat as read-only, copy to change)."""
+    root = copy_project(tmp_path_factory.mktemp("reproduced") / "project", methods=PIPELINE_METHODS)
     run(["dvc", "repro"], root)
     return root

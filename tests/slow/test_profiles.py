@@ -1,5 +1,6 @@
-"""Slow tier (`make test-slow`): the default smoke profile as `make run` runs it, and the
-paper profile's data path with the real Fashion-MNIST package."""
+"""Slow tier (`make test-slow`): the default smoke profile as `make run` runs it (every
+method of params.yaml through `dvc repro`), and the paper profile's data path with the
+real Fashion-MNIST package."""
 
 from __future__ import annotations
 
@@ -10,14 +11,22 @@ import pytest
 import yaml
 
 from reprolab.core import io
-from tests.conftest import copy_project, run
+from tests.conftest import ROOT, copy_project, run
 
 pytestmark = pytest.mark.slow
 
 
 def test_default_smoke_profile_end_to_end(tmp_path):
-    root = copy_project(tmp_path / "project", ensloss={})  # the committed defaults
+    """EnsLoss at its committed smoke defaults, and every other method of params.yaml
+    (at its tiny test config) in the same DAG: the fast tier runs one or two methods
+    through DVC, this runs them all."""
+    methods = tuple(yaml.safe_load((ROOT / "params.yaml").read_text())["methods"])
+    root = copy_project(tmp_path / "project", ensloss={}, methods=methods)
     run(["dvc", "repro"], root)
+    report = (root / "data/reports/claims.md").read_text()
+    for slug in methods:
+        for claim in json.loads((root / f"data/eval/{slug}/claims.json").read_text()):
+            assert f"| {slug} | {claim['id']} | {claim['precision']} |" in report
     units = json.loads((root / "data/checkpoints/ensloss/units.json").read_text())["units"]
     assert len(units) == 2 * 2 * 4 * 2  # datasets x pairs x losses x seeds
     claims = json.loads((root / "data/eval/ensloss/claims.json").read_text())

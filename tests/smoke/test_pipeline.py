@@ -1,4 +1,10 @@
-"""The whole pipeline through real DVC and real MLflow (SQLite) on a tiny project copy."""
+"""The whole pipeline through real DVC and real MLflow (SQLite) on a tiny project copy.
+
+The copy (the session fixture ``reproduced``) runs two methods, EnsLoss (a network,
+quantized with three schemes) and dp_noise (no network: quantization does not apply):
+the machinery is the same for every method, and tests/contract runs every registered
+method's hooks at its tiny config.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import copy_project, run
+from tests.conftest import run
 
 pytestmark = pytest.mark.pipeline
 
@@ -58,6 +64,22 @@ def test_repro_produces_every_output(reproduced):
     assert "| ensloss | bitdgdm_w4a4 |" in report
 
 
+def test_repro_runs_a_method_that_is_not_quantized(reproduced):
+    """The second method of the copy: its quantize stage records why quantization does
+    not apply, evaluate reports fp32 only, and its claims reach the shared report."""
+    qinfo = json.loads((reproduced / "data/quantized/dp_noise/quantized.json").read_text())
+    assert qinfo["applies"] is False and len(qinfo["reason"]) > 20
+    ev = reproduced / "data" / "eval" / "dp_noise"
+    table = pd.read_csv(ev / "metrics.csv")
+    assert set(table.precision) == {"fp32"}
+    assert set(table.seed.dropna()) <= {0, 1}  # (a seedless unit has no seed)
+    claims = json.loads((ev / "claims.json").read_text())
+    assert claims and {c["precision"] for c in claims} == {"fp32"}
+    report = (reproduced / "data" / "reports" / "claims.md").read_text()
+    for c in claims:
+        assert f"| dp_noise | {c['id']} | fp32 |" in report
+
+
 def test_second_repro_does_nothing_and_metrics_show(reproduced):
     proc = run(["dvc", "repro"], reproduced)
     assert "Data and pipelines are up to date" in proc.stdout
@@ -94,6 +116,8 @@ def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):
 
 
 def test_changing_one_profile_reruns_only_what_it_touches(reproduced, tmp_path):
+    """An EnsLoss key reruns EnsLoss's chain and the report; dp_noise's stages (and a
+    paper-profile key) are not touched."""
     project = tmp_path / "project"
     shutil.copytree(reproduced, project, symlinks=True)  # the fixture stays read-only
     # paper-profile params are not inputs of the smoke pipeline
@@ -112,11 +136,12 @@ def test_changing_one_profile_reruns_only_what_it_touches(reproduced, tmp_path):
     assert "methods.ensloss.smoke.epochs" in shown or '"epochs": 2' in shown
 
 
-def test_push_pull_round_trip(tmp_path):
-    root = copy_project(tmp_path / "project")
+def test_push_pull_round_trip(reproduced, tmp_path):
+    """EnsLoss's chain to a folder remote and back, byte for byte (every method's outputs
+    go the same way through the DVC cache)."""
+    root = tmp_path / "project"
+    shutil.copytree(reproduced, root, symlinks=True)  # the fixture stays read-only
     run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], root)
-    # EnsLoss's chain only (every method's outputs go the same way through the cache)
-    run(["dvc", "repro", "evaluate@ensloss"], root)
     before = {
         p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()
     }
@@ -124,7 +149,7 @@ def test_push_pull_round_trip(tmp_path):
     run(["dvc", "push", *chain], root)
     assert any((tmp_path / "remote").rglob("*"))
     for folder in ("prepared", "checkpoints", "quantized", "eval"):
-        shutil.rmtree(root / "data" / folder)
+        shutil.rmtree(root / "data" / folder / "ensloss")
     shutil.rmtree(root / ".dvc" / "cache")
     run(["dvc", "pull", *chain], root)
     after = {p.relative_to(root): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
