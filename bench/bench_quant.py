@@ -7,7 +7,8 @@ project); the project itself is never touched.
 
 What is measured, and how
 -------------------------
-1. **Quantize stage per method.** For every method whose quantization applies,
+1. **Quantize stage per method.** ``python -m reprolab check`` and ``asset <name>``
+   first, then for every method whose quantization applies,
    ``python -m reprolab prepare|train|quantize <slug>`` run in the copy, one process per
    stage as DVC runs them. Reported: the quantize process's wall time (interpreter,
    imports and tracking included), the number of units and schemes, and the time
@@ -54,6 +55,11 @@ def quantize_stages(project: Path) -> dict[str, Any]:
     params = config.load(project / "params.yaml")
     out: dict[str, Any] = {}
     env = tool_env({"PYTHONPATH": f"{project / 'src'}:{project}"})
+    # what every prepare depends on: the resolved configs and the shared assets
+    timed([sys.executable, "-m", "reprolab", "check", "--out", "data/config"], project, env)
+    for name in params.assets:
+        log(f"asset {name}")
+        timed([sys.executable, "-m", "reprolab", "asset", name], project, env)
     for slug in registry.slugs():
         spec = registry.get(slug)
         schemes = spec.schemes(params.method(slug))
