@@ -197,10 +197,9 @@ def test_multihead_attention_left_alone_lowers_coverage(scheme):
 def test_report_shows_coverage_and_what_stayed_full_precision(tmp_path):
     def efficiency(coverage, kept):
         return {
-            "fp32": {"effective_bytes": 1000, "latency_ms": 2.0},
+            "fp32": {"effective_bytes": 1000},
             "int8_dynamic": {
                 "effective_bytes": 300,
-                "latency_ms": 1.5,
                 "layer_error_mean": 0.01,
                 "coverage": coverage,
                 "full_precision": kept,
@@ -211,6 +210,10 @@ def test_report_shows_coverage_and_what_stayed_full_precision(tmp_path):
         folder = MethodPaths(tmp_path, slug).eval
         folder.mkdir(parents=True)
         io.write_json(folder / "metrics.json", {"efficiency": efficiency(cov, kept)})
+        runtime = MethodPaths(tmp_path, slug).runtime  # latency: not versioned, kept apart
+        runtime.mkdir(parents=True)
+        latency = {"fp32": 2.0, "int8_dynamic": 1.5}
+        io.write_json(runtime / "evaluate.json", {"latency_ms": latency})
     table = report.collect_quantization(tmp_path, ["cnn", "mlp"])
     assert list(table.columns) == report.QUANT_COLUMNS
     text = report.quant_markdown(table)
