@@ -43,9 +43,16 @@ def run(name: str, root: Path) -> dict:
     log(f"assets@{name}: building ({project.profile} profile)")
     started = time.perf_counter()
     out = asset_dir(root, name)
-    with io.atomic_dir(out) as tmp:
-        meta = build(cfg, tmp, root / "data" / "raw")
-        io.write_manifest(tmp, {**meta, "asset": name, "config": cfg.model_dump(mode="json")})
+    parent_existed = out.parent.exists()
+    try:
+        with io.atomic_dir(out) as tmp:
+            meta = build(cfg, tmp, root / "data" / "raw")
+            io.write_manifest(tmp, {**meta, "asset": name, "config": cfg.model_dump(mode="json")})
+    except BaseException:
+        # a failed build (a missing source, say) leaves the workspace as it was
+        if not parent_existed and out.parent.is_dir() and not any(out.parent.iterdir()):
+            out.parent.rmdir()
+        raise
     seconds = time.perf_counter() - started
     tracker.start({"profile": project.profile, "asset": cfg.model_dump(mode="json")}, chain=False)
     try:
