@@ -40,6 +40,7 @@ test-slow: venv
 bench: venv
 	$(BIN)/python bench/bench_pipeline.py --out bench/results/latest.json
 	$(BIN)/python bench/bench_quant.py --out bench/results/quant.json
+	$(BIN)/python bench/bench_noop.py --out bench/results/noop.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv

@@ -5,6 +5,9 @@ if prepared data, checkpoints, quantized models, metrics, claims, plots and the 
 CSVs are byte-identical when the same stages run again. Wall-clock measurements and
 MLflow ids differ on every run, so they live in data/runtime/ and MLflow (checked here
 too: they must not leak into the versioned files).
+
+The rerun goes through the preloaded stage worker while the fixture was built
+in-process, so the same check proves that the worker changes no output.
 """
 
 from __future__ import annotations
@@ -31,7 +34,14 @@ def test_forced_rerun_reproduces_every_versioned_output(reproduced, tmp_path):
     project = tmp_path / "project"
     shutil.copytree(reproduced, project, symlinks=True)  # the fixture stays read-only
     before = yaml.safe_load((project / "dvc.lock").read_text())
-    run(["dvc", "repro", "-f"], project)
+    run(["python", "-m", "reprolab", "worker", "start"], project)
+    try:
+        repro = run(["dvc", "repro", "-f"], project)
+        status = run(["python", "-m", "reprolab", "worker", "status"], project)
+    finally:
+        run(["python", "-m", "reprolab", "worker", "stop"], project, check=False)
+    assert "Running stage 'train@ensloss'" in repro.stdout
+    assert "running" in status.stdout.lower(), status.stdout
     after = yaml.safe_load((project / "dvc.lock").read_text())
     changed = {
         f"{stage}: {path}"

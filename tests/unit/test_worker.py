@@ -282,6 +282,7 @@ def _digests(folder: Path) -> dict[str, object]:
 
 
 @pytest.mark.pipeline
+@pytest.mark.slow  # the fast tier checks the same on a whole repro (tests/smoke/test_determinism.py)
 def test_stage_outputs_identical_through_the_worker(tmp_path: Path) -> None:
     """A real chain (EnsLoss, tiny) with the real preload: the same outputs either way
     (byte for byte, except that a checkpoint is compared by content: torch.save writes
