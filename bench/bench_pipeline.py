@@ -418,6 +418,7 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
     import torch
 
     from reprolab.contract import Unit
+    from reprolab.core.datasets import part_tensors
     from reprolab.core.training import batches, make_trainer
     from reprolab.methods.ensloss import method as hooks
     from reprolab.methods.ensloss.config import EnsLossConfig
@@ -582,8 +583,8 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
     unit = Unit("bench-mnist-like", "ensloss", 0)
 
     def plain_unit() -> None:
-        x_tr, y_tr = hooks._tensors(data, "train")
-        x_va, y_va = hooks._tensors(data, "val")
+        x_tr, y_tr = part_tensors(data, "train")
+        x_va, y_va = part_tensors(data, "val")
         torch.manual_seed(0)
         m = module("ensloss")
         net, loss_fn = m.net, m.loss_fn
@@ -609,8 +610,8 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
                     int(((net(xb).flatten() > 0).long() == yb).sum())
 
     def lightning_unit_no_checkpoint() -> None:
-        x_tr, y_tr = hooks._tensors(data, "train")
-        x_va, y_va = hooks._tensors(data, "val")
+        x_tr, y_tr = part_tensors(data, "train")
+        x_va, y_va = part_tensors(data, "val")
         m = module("ensloss")
         m.epochs = cfg.epochs
         trainer = make_trainer(cfg.epochs, None)

@@ -239,3 +239,52 @@ def test_dvc_repro_with_bad_params_writes_no_outputs(tmp_path: Path):
     assert data_entries(root) == []
     assert not (root / "dvc.lock").exists()
     assert mlflow_runs(root) == 0
+
+
+# A bad edit after a good run: each names its key, and DVC removes nothing, because the
+# `validate` stage (upstream of every stage) fails before any stage's outputs go.
+BAD_EDITS = {
+    "negative epochs": (
+        lambda p: p["methods"]["ensloss"]["smoke"].update(epochs=-2),
+        "methods.ensloss.smoke.epochs",
+    ),
+    "unknown key": (
+        lambda p: p["methods"]["dp_noise"]["smoke"].update(nosuch=1),
+        "methods.dp_noise.smoke.nosuch",
+    ),
+    "unknown scheme": (
+        lambda p: p["methods"]["ensloss"]["smoke"].update(quantization=["int3_magic"]),
+        "methods.ensloss.smoke.quantization",
+    ),
+    "unknown variant": (
+        lambda p: p["methods"]["ensloss"]["smoke"].update(variants=["ensloss", "mse"]),
+        "methods.ensloss.smoke.variants",
+    ),
+    "bad asset dataset": (
+        lambda p: p["assets"]["images"]["smoke"].update(datasets=["cifar10"]),
+        "assets.images.smoke.datasets",
+    ),
+}
+
+
+def snapshot(root: Path) -> dict[str, int]:
+    data = root / "data"
+    return {p.relative_to(data).as_posix(): p.stat().st_mtime_ns for p in data.rglob("*")}
+
+
+def test_bad_edit_after_a_good_run_leaves_data_exactly_as_it_was(reproduced, tmp_path):
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(reproduced, root, symlinks=True)  # the fixture stays read-only
+    good = (root / "params.yaml").read_text()
+    before, lock = snapshot(root), (root / "dvc.lock").read_bytes()
+    assert any(k.startswith("checkpoints/ensloss/") for k in before)
+    for case, (edit, key) in BAD_EDITS.items():
+        (root / "params.yaml").write_text(good)
+        set_params(root, edit)
+        proc = run(["dvc", "repro"], root, check=False, timeout=300)
+        assert proc.returncode != 0, case
+        assert key in proc.stdout + proc.stderr, (case, proc.stderr[-2000:])
+        assert snapshot(root) == before, case
+        assert (root / "dvc.lock").read_bytes() == lock, case
