@@ -272,8 +272,10 @@ def _int(x) -> str:
 
 
 def _fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "inf" if x and x > 0 else "-inf" if x else "n/a"
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"  # not measured (a claim that was not tested)
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     return f"{x:+.4f}" if abs(x) < 10 else f"{x:.4g}"
 
 
