@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab import config, registry
+from reprolab.contract import is_runtime_metric
 from reprolab.core import io
 from reprolab.core.tracking import load_env, log, open_tracker
 from reprolab.paths import MethodPaths, reports_dir
@@ -40,7 +41,10 @@ def run(root: Path) -> dict:
     out = reports_dir(root)
     load_env(root)  # REPROLAB_MLFLOW_UI (the address run links point to) is set there
     ui = os.environ.get("REPROLAB_MLFLOW_UI", "http://127.0.0.1:5000")
-    table = pd.DataFrame(rows, columns=[*COLUMNS, "statement", "detail", "run_id", "experiment_id"])
+    table = pd.DataFrame(
+        rows, columns=[*COLUMNS, "statement", "detail", "run_id", "experiment_id", "timed"]
+    )
+    stable = table[~table.timed.astype(bool)] if len(table) else table
     if not table.empty:
         table["run"] = [
             f"{ui}/#/experiments/{e}/runs/{r}"
@@ -55,10 +59,16 @@ def run(root: Path) -> dict:
     with io.atomic_path(out / "quantization.csv") as tmp:
         quant_table.drop(columns=["latency_ms", "latency"]).to_csv(tmp, index=False)
     with io.atomic_path(out / "claims.csv") as tmp:
-        table[[c for c in COLUMNS if c != "run"] + ["statement", "detail"]].to_csv(tmp, index=False)
+        # claims on wall time are in the views only: their values differ on every run
+        stable[[c for c in COLUMNS if c != "run"] + ["statement", "detail"]].to_csv(
+            tmp, index=False
+        )
     io.write_text(out / "claims.md", markdown)
     io.write_text(out / "claims.html", to_html(table, figures, out, quant_html(quant_table)))
-    counts = table[table.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
+    # summary.json is versioned too: verdicts of claims on wall time are left out of it
+    counts = (
+        stable[stable.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
+    )
     io.write_json(
         out / "summary.json",
         {"profile": project.profile, "claims": len(table), "fp32_verdicts": counts},
@@ -114,6 +124,7 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
                     m.get("summary", ""),
                     ids.get("mlflow_run_id", ""),
                     ids.get("mlflow_experiment_id", ""),
+                    is_runtime_metric(c["metric"]),
                 ]
             )
         figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png")) + sorted(
