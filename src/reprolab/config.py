@@ -167,29 +167,23 @@ def _validate_assets(sections: Any, profile: str, source: str) -> dict[str, Stri
 
 
 def asset_config(name: str, profile: str, overrides: Any, source: str) -> StrictConfig:
-    spec = registry.asset(name)
+    return _typed(registry.asset(name), overrides, f"assets.{name}.{profile}", profile, source)
+
+
+def _typed(spec, overrides: Any, key: str, profile: str, source: str) -> StrictConfig:
+    """A spec's typed config: its profile defaults, then params.yaml's overrides."""
     if not isinstance(overrides, dict):
-        raise ConfigError(f"{source}: assets.{name}.{profile}: expected a mapping")
+        raise ConfigError(f"{source}: {key}: expected a mapping")
     merged = {**spec.profile_defaults.get(profile, {}), **overrides}
     try:
         return spec.config_model(**merged)
     except ValidationError as exc:
-        raise ConfigError(
-            _explain(exc, spec.config_model, f"assets.{name}.{profile}", source)
-        ) from None
+        raise ConfigError(_explain(exc, spec.config_model, key, source)) from None
 
 
 def method_config(slug: str, profile: str, overrides: dict, source: str) -> MethodConfig:
     spec = registry.get(slug)
-    if not isinstance(overrides, dict):
-        raise ConfigError(f"{source}: methods.{slug}.{profile}: expected a mapping")
-    merged = {**spec.profile_defaults.get(profile, {}), **overrides}
-    try:
-        cfg = spec.config_model(**merged)
-    except ValidationError as exc:
-        raise ConfigError(
-            _explain(exc, spec.config_model, f"methods.{slug}.{profile}", source)
-        ) from None
+    cfg = _typed(spec, overrides, f"methods.{slug}.{profile}", profile, source)
     _check_quantization(spec, cfg, f"methods.{slug}.{profile}.quantization", source)
     _check_variants(spec, cfg, f"methods.{slug}.{profile}.variants", source)
     return cfg

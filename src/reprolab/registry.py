@@ -32,22 +32,34 @@ def slugs() -> list[str]:
     )
 
 
+def _check(name: str, valid: list[str], kind: str) -> str:
+    if name not in valid:
+        raise UnknownMethodError(f"unknown {kind} {name!r}; registered {kind}s: {', '.join(valid)}")
+    return name
+
+
+def _load(package: str, name: str, attr: str, spec_type: type, key: str):
+    """``reprolab.<package>.<name>.<attr>``, checked to be a ``spec_type`` whose ``key``
+    field equals ``name`` (the folder or module name is the one identifier)."""
+    module = importlib.import_module(f"reprolab.{package}.{name}")
+    spec = getattr(module, attr, None)
+    if not isinstance(spec, spec_type):
+        raise TypeError(f"reprolab.{package}.{name} must define {attr} = {spec_type.__name__}(...)")
+    if getattr(spec, key) != name:
+        raise ValueError(
+            f"reprolab.{package}.{name} declares {key} {getattr(spec, key)!r}; they must match"
+        )
+    return spec
+
+
 def check_slug(slug: str) -> str:
-    valid = slugs()
-    if slug not in valid:
-        raise UnknownMethodError(f"unknown method {slug!r}; registered methods: {', '.join(valid)}")
-    return slug
+    return _check(slug, slugs(), "method")
 
 
 @cache
 def get(slug: str) -> MethodSpec:
     check_slug(slug)
-    module = importlib.import_module(f"reprolab.methods.{slug}")
-    spec = getattr(module, "SPEC", None)
-    if not isinstance(spec, MethodSpec):
-        raise TypeError(f"reprolab.methods.{slug} must define SPEC = MethodSpec(...)")
-    if spec.slug != slug:
-        raise ValueError(f"method folder {slug!r} declares slug {spec.slug!r}; they must match")
+    spec = _load("methods", slug, "SPEC", MethodSpec, "slug")
     _check_spec(spec)
     return spec
 
@@ -83,22 +95,13 @@ def asset_names() -> list[str]:
 
 
 def check_asset(name: str) -> str:
-    valid = asset_names()
-    if name not in valid:
-        raise UnknownMethodError(f"unknown asset {name!r}; registered assets: {', '.join(valid)}")
-    return name
+    return _check(name, asset_names(), "asset")
 
 
 @cache
 def asset(name: str) -> AssetSpec:
     check_asset(name)
-    module = importlib.import_module(f"reprolab.assets.{name}")
-    spec = getattr(module, "ASSET", None)
-    if not isinstance(spec, AssetSpec):
-        raise TypeError(f"reprolab.assets.{name} must define ASSET = AssetSpec(...)")
-    if spec.name != name:
-        raise ValueError(f"asset module {name!r} declares name {spec.name!r}; they must match")
-    return spec
+    return _load("assets", name, "ASSET", AssetSpec, "name")
 
 
 def hooks(slug: str) -> ModuleType:

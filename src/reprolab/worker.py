@@ -353,15 +353,19 @@ def _wait(sock: socket.socket, pid: int) -> int:
     return int(msg.get("code", 1))
 
 
-def spawn(root: str) -> None:
-    """Start a detached worker for ``root`` without waiting for it (auto-start)."""
+def spawn(root: str, idle_s: float | None = None):
+    """Start a detached worker for ``root`` without waiting for it (auto-start, and the
+    first step of :func:`start`); its output goes to ``.reprolab/worker.log``."""
     import subprocess
 
+    argv = [sys.executable, "-m", "reprolab", "worker", "serve"]
+    if idle_s is not None:
+        argv += ["--idle", str(idle_s)]
     state = os.path.join(root, STATE_DIR)
     os.makedirs(state, exist_ok=True)
     with open(os.path.join(state, "worker.log"), "ab") as log:
-        subprocess.Popen(
-            [sys.executable, "-m", "reprolab", "worker", "serve"],
+        return subprocess.Popen(
+            argv,
             cwd=root,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -750,25 +754,12 @@ def status(root: str) -> dict | None:
 
 def start(root: str, idle_s: float, wait_s: float = 180.0) -> int:
     """Start a detached worker and wait until it serves (preloading takes ~10-20 s)."""
-    import subprocess
-
     info = status(root)
     if info:
         print(f"reprolab worker already running: pid {info['pid']}")
         return 0
-    state = os.path.join(root, STATE_DIR)
-    os.makedirs(state, exist_ok=True)
-    log_path = os.path.join(state, "worker.log")
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "reprolab", "worker", "serve", "--idle", str(idle_s)],
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
+    log_path = os.path.join(root, STATE_DIR, "worker.log")
+    proc = spawn(root, idle_s)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         info = status(root)
