@@ -147,3 +147,13 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_project(tmp_path_factory.mktemp("reproduced") / "project", methods=PIPELINE_METHODS)
     run(["dvc", "repro"], root)
     return root
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), every test that reads the
+    session's ``reproduced`` project runs on one worker, so the pipeline behind it runs
+    once, not once per worker; other tests spread over the workers."""
+    for item in items:
+        if "reproduced" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("reproduced"))
