@@ -241,10 +241,12 @@ class MethodSpec:
     profile_defaults: dict[str, dict[str, Any]]
     variants: tuple[Variant, ...]
     claims: tuple[Any, ...]  # reprolab.core.claims.Claim
-    hooks: str  # dotted module implementing MethodHooks
+    #: dotted module implementing MethodHooks (default: ``reprolab.methods.<slug>.method``)
+    hooks: str = ""
     quantization: Quantization = Quantization()
     #: headline metrics of evaluate_unit, in the order the report shows them
     metrics: tuple[str, ...] = ()
+    #: the method's README (default: ``README.md`` in its package folder)
     readme: Path | None = None
     #: the smallest config that still runs every code path (used by the contract test)
     test_overrides: dict[str, Any] = field(default_factory=dict)
@@ -257,6 +259,14 @@ class MethodSpec:
     #: precisions evaluated without the quantize stage: ("fp32",) for an LP or a noise
     #: distribution; ("fp32", "bf16") for a language model (the model is cast)
     precisions: tuple[str, ...] = ("fp32",)
+
+    def __post_init__(self) -> None:
+        # a method is a folder: its hooks module and README sit there unless said otherwise
+        if not self.hooks:
+            object.__setattr__(self, "hooks", f"reprolab.methods.{self.slug}.method")
+        if self.readme is None:
+            folder = Path(__file__).with_name("methods") / self.slug
+            object.__setattr__(self, "readme", folder / "README.md")
 
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]

@@ -6,8 +6,6 @@ itself lives in ``reprolab.core.quant`` (schemes ``bitdgdm_w4a4`` and ablations)
 method trains the DiGress-style model it quantizes and measures what quantization costs.
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.bit_dgdm.claims import CLAIMS
 from reprolab.methods.bit_dgdm.config import PROFILE_DEFAULTS, BitDGDMConfig
@@ -31,7 +29,6 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.bit_dgdm.method",
     quantization=Quantization(
         schemes=(
             "int8_dynamic",
@@ -52,7 +49,6 @@ SPEC = MethodSpec(
         "effective_mb",
         "novelty",
     ),
-    readme=Path(__file__).with_name("README.md"),
     # the config keys prepare reads (the datasets and their splits)
     prepare_keys=(
         "datasets",

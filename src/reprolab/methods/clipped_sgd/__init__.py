@@ -7,8 +7,6 @@ Qiang-CU/icml2025-clippingsgd); code linked there: github.com/Qiang-CU/ICML2024-
 (not retrievable here; the algorithms follow the card's equations, see README).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.clipped_sgd.claims import CLAIMS
 from reprolab.methods.clipped_sgd.config import (
@@ -33,7 +31,6 @@ SPEC = MethodSpec(
         Variant("nonbinding", "control: PCSGD with c >= sup ||grad|| on X (clip never binds)"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.clipped_sgd.method",
     quantization=Quantization(
         schemes=(),
         reason=(
@@ -52,7 +49,6 @@ SPEC = MethodSpec(
         "clip_fraction",
         "predicted_floor",
     ),
-    readme=Path(__file__).with_name("README.md"),
     prepare_keys=PREPARE_KEYS,
     test_overrides={
         "chains": 4,

@@ -5,8 +5,6 @@ Tuytelaars, ICML 2025). Official code: https://github.com/emsansone/CPLearn
 (solo/losses/cplearn.py, solo/methods/cplearn.py).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.core.datasets import image_task_keys
 from reprolab.methods.cplearn.claims import CLAIMS
@@ -32,7 +30,6 @@ SPEC = MethodSpec(
         Variant("cplearn_noprior", "CPLearn without the prior-matching term (ablation)"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.cplearn.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(
         "probe_acc",
@@ -44,7 +41,6 @@ SPEC = MethodSpec(
         "erank_frac",
         "intra_var",
     ),
-    readme=Path(__file__).with_name("README.md"),
     assets=("images",),
     prepare_keys=image_task_keys("test_frac"),
     test_overrides={

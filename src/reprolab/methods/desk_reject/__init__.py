@@ -4,8 +4,6 @@ Paper: "Dissecting Submission Limit in Desk-Rejections: A Mathematical Analysis 
 Fairness in AI Conference Policies" (arXiv 2502.00690). No official code.
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.desk_reject.claims import CLAIMS
 from reprolab.methods.desk_reject.config import (
@@ -43,7 +41,6 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.desk_reject.method",
     quantization=Quantization(
         schemes=(),
         reason=(
@@ -52,7 +49,6 @@ SPEC = MethodSpec(
         ),
     ),
     metrics=("mean_cost", "max_cost", "innocent_hit_frac", "rejected_frac", "no_ideal"),
-    readme=Path(__file__).with_name("README.md"),
     prepare_keys=PREPARE_KEYS,
     test_overrides={
         "sizes": [30],

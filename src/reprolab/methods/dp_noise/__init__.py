@@ -5,8 +5,6 @@ Asoodeh, Calmon, Kosut, Sankar). Authors' repository with the pre-camera-ready P
 a JAX notebook of the optimiser: https://github.com/SankarLab/Renyi-DP-Mechanism-Design
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.dp_noise.claims import CLAIMS
 from reprolab.methods.dp_noise.config import PREPARE_KEYS, PROFILE_DEFAULTS, DPNoiseConfig
@@ -31,7 +29,6 @@ SPEC = MethodSpec(
         Variant("laplace", "Laplace noise of the same variance (scale sigma / sqrt 2)"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.dp_noise.method",
     quantization=Quantization(
         schemes=(),
         reason=(
@@ -42,7 +39,6 @@ SPEC = MethodSpec(
         ),
     ),
     metrics=("eps_ref", "eps", "eps_low", "eps_moments"),
-    readme=Path(__file__).with_name("README.md"),
     prepare_keys=PREPARE_KEYS,
     test_overrides={
         "compositions": [10],

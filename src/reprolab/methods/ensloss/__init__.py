@@ -4,8 +4,6 @@ Paper: "EnsLoss: Stochastic Calibrated Loss Ensembles for Preventing Overfitting
 Classification". Official code: https://github.com/statmlben/ensLoss (losses.py).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.ensloss.claims import CLAIMS
 from reprolab.methods.ensloss.config import PROFILE_DEFAULTS, EnsLossConfig
@@ -24,10 +22,8 @@ SPEC = MethodSpec(
         Variant("exp", "exponential loss exp(-yf)"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.ensloss.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("test_acc", "val_acc", "train_acc"),
-    readme=Path(__file__).with_name("README.md"),
     assets=("images",),
     prepare_keys=(
         "datasets",

@@ -5,8 +5,6 @@ et al., ICML 2025). Official code: https://github.com/deel-ai-papers/lip-rcp
 (deel/lip_rcp/robust_ps.py).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.core.datasets import image_task_keys
 from reprolab.methods.lip_rcp.claims import CLAIMS
@@ -36,7 +34,6 @@ SPEC = MethodSpec(
         Variant("rscp", "randomized-smoothing robust CP (Gendler et al. 2022), Monte Carlo"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.lip_rcp.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(
         "coverage_gap",
@@ -47,7 +44,6 @@ SPEC = MethodSpec(
         "lipschitz_emp",
         "accuracy",
     ),
-    readme=Path(__file__).with_name("README.md"),
     assets=("images",),
     prepare_keys=image_task_keys(),
     test_overrides={

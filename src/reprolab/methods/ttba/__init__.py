@@ -4,8 +4,6 @@ Paper: "TtBA: Two-third Bridge Approach for Decision-Based Adversarial Attack" (
 al., ICML 2025). Official code: https://github.com/BUPTAIOC/TtBA (TtBA.py, main.py).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.core.datasets import image_task_keys
 from reprolab.methods.ttba.claims import CLAIMS
@@ -62,13 +60,11 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.ttba.method",
     # The quantize stage quantizes the trained victims; every attack then runs on the
     # int8 victim too. int8_dynamic quantizes the CNN's two Linear layers; the
     # convolutions stay fp32.
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(*ATTACK_METRICS, *BEST_K_METRICS, *VICTIM_METRICS),
-    readme=Path(__file__).with_name("README.md"),
     assets=("images",),
     prepare_keys=image_task_keys(),
     test_overrides={

@@ -5,8 +5,6 @@ Paper: "Relating Misfit to Gain in Weak-to-Strong Generalization Beyond the Squa
 https://github.com/abhmul/general-misfit-gain
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.w2s_bregman.claims import CLAIMS
 from reprolab.methods.w2s_bregman.config import PREPARE_KEYS, PROFILE_DEFAULTS, W2SConfig
@@ -29,10 +27,8 @@ SPEC = MethodSpec(
         Variant("convex", "convex hull of fixed heads incl. f*'s (exact Bregman projection)"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.w2s_bregman.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("gain_minus_misfit", "gain", "misfit", "gain_minus_misfit_rev", "err_strong"),
-    readme=Path(__file__).with_name("README.md"),
     prepare_keys=PREPARE_KEYS,
     test_overrides={
         "n_tasks": 1,
