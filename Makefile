@@ -38,11 +38,12 @@ run: venv
 	trap '$(BIN)/python -m reprolab worker stop' EXIT; $(BIN)/dvc repro
 	@echo "claims: data/reports/claims.md  |  MLflow UI: make ui"
 
-# Two pytest workers (pytest-xdist): tests that share the session's reproduced project
-# stay on one worker (tests/conftest.py), the rest spread over both cores.
+# Two pytest workers (pytest-xdist), one test module at a time (module fixtures such as
+# the MLflow server start once); tests that read the session's reproduced project
+# share one copy of it (tests/conftest.py), the rest spread over both cores.
 TEST_WORKERS ?= 2
 test: venv
-	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
 
 test-slow: venv
 	$(BIN)/python -m pytest -m slow -q --durations=15

@@ -143,17 +143,24 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny copy of PIPELINE_METHODS on which `dvc repro` has run once (shared by
-    every test that reads a reproduced project; treat as read-only, copy to change)."""
-    root = copy_project(tmp_path_factory.mktemp("reproduced") / "project", methods=PIPELINE_METHODS)
-    run(["dvc", "repro"], root)
+    every test that reads a reproduced project; treat as read-only, copy to change).
+
+    Under pytest-xdist (``make test`` runs two workers) the first worker that needs it
+    builds it in the run's shared temporary folder, under a file lock, and the other
+    reuses it: the pipeline behind it runs once per test run, not once per worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        root = tmp_path_factory.mktemp("reproduced") / "project"
+        copy_project(root, methods=PIPELINE_METHODS)
+        run(["dvc", "repro"], root)
+        return root
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / "reproduced"  # one per test run
+    root, done = shared / "project", shared / "done"
+    with FileLock(str(shared) + ".lock"):
+        if not done.is_file():
+            shutil.rmtree(shared, ignore_errors=True)  # what a failed attempt left
+            copy_project(root, methods=PIPELINE_METHODS)
+            run(["dvc", "repro"], root)
+            done.write_text("ok")
     return root
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``), every test that reads the
-    session's ``reproduced`` project runs on one worker, so the pipeline behind it runs
-    once, not once per worker; other tests spread over the workers."""
-    for item in items:
-        if "reproduced" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("reproduced"))
