@@ -178,6 +178,9 @@ def recorded(rest: Rest, reproduced: Path) -> dict:
 def test_experiment_and_chain_with_stage_children(recorded):
     assert recorded["exp"]["name"] == "ensloss"
     assert recorded["exp"]["lifecycle_stage"] == "active"
+    # a model-training experiment: the UI opens on its runs table, not the GenAI overview
+    exp_tags = {t["key"]: t["value"] for t in recorded["exp"].get("tags", [])}
+    assert exp_tags["mlflow.experimentKind"] == "custom_model_development"
     chain = recorded["chain"]
     assert chain["info"]["status"] == "FINISHED"
     assert chain["info"]["experiment_id"] == recorded["exp"]["experiment_id"]

@@ -32,6 +32,10 @@ FLOW_RUN_ENV = "REPROLAB_PREFECT_FLOW_RUN_ID"
 CHAIN_END_STAGE = "evaluate"
 
 
+#: MLflow 3's experiment-type tag (its UI reads it to choose the experiment's start page)
+EXPERIMENT_KIND = "mlflow.experimentKind"
+
+
 class TrackingUnavailableError(RuntimeError):
     """The MLflow tracking store named in mlflow.env cannot be reached."""
 
@@ -157,7 +161,13 @@ class Tracker:
             return found.experiment_id
         artifacts = (self.root / ".mlflow" / "artifacts" / name).resolve().as_uri()
         try:
-            return self.client.create_experiment(name, artifact_location=artifacts)
+            # model training, not GenAI: MLflow 3's UI then opens the experiment on its
+            # runs table (metrics, params, verdict tags as columns), not a traces overview
+            return self.client.create_experiment(
+                name,
+                artifact_location=artifacts,
+                tags={EXPERIMENT_KIND: "custom_model_development"},
+            )
         except Exception:  # created concurrently by another process
             found = self.client.get_experiment_by_name(name)
             if found is None:
