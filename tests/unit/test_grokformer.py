@@ -34,11 +34,11 @@ def test_fourier_filter_closed_form():
     ln = lam.double().numpy()
     for k in range(1, 4):
         w = f.terms[k - 1].weight.detach().double().numpy()[0]
-        b0 = float(f.terms[k - 1].bias)
+        b0 = float(f.terms[k - 1].bias.detach())
         inner = b0 + sum(
             w[m] * np.sin(m * ln**k) + w[4 + m] * np.cos(m * ln**k) for m in range(1, 5)
         )
-        expect += float(f.alpha.weight[0, k - 1]) * inner
+        expect += float(f.alpha.weight[0, k - 1].detach()) * inner
     np.testing.assert_allclose(f(lam).detach().numpy(), expect, rtol=1e-5, atol=1e-5)
 
 
