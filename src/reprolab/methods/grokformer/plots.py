@@ -36,6 +36,7 @@ def accuracy_vs_homophily(table: pd.DataFrame, path: Path) -> Path:
         )  # fmt: skip
     ax.set_xlabel("requested edge homophily h")
     ax.set_ylabel("test accuracy")
+    ax.set_ylim(0.0, 1.02)  # intervals of two seeds can reach past [0, 1]
     ax.legend(fontsize=7, ncol=2)
     ax.set_title("CSBM node classification (mean, 95% CI over draws x seeds)", fontsize=9)
     return save_figure(fig, path, dpi=100)
