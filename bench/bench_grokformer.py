@@ -8,7 +8,7 @@ What is measured: for each size N, one CSBM graph (3 classes, expected degree 10
 homophily 0.5, the generator of the grokformer method); the time of building the dense
 normalized Laplacian and of its full eigendecomposition with ``numpy.linalg.eigh``
 (float64, what the method's prepare stage uses) and with ``torch.linalg.eigh`` (float32),
-each the median of ``--repeats`` runs, on ``--threads`` threads; plus one forward of
+each the median of ``--repeats`` runs after one warm-up call, on ``--threads`` threads; plus one forward of
 GrokFormer's spectral branch U diag(h(lambda)) U^T X (16 channels) on that basis. The
 eigendecomposition is O(N^3); the fitted log-log slope is reported.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -30,6 +31,7 @@ from reprolab.methods.grokformer.models import FourierFilter, spectral_apply
 
 
 def _median_seconds(fn, repeats: int) -> float:
+    fn()  # warm-up: the first call of a LAPACK routine pays its set-up
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -87,6 +89,7 @@ def run(sizes: list[int], repeats: int, threads: int) -> dict:
         "machine": platform.processor() or platform.machine(),
         "torch": torch.__version__,
         "numpy": np.__version__,
+        "load_average_1min": os.getloadavg()[0],
         "rows": rows,
         "numpy_eigh_loglog_slope": slope,
     }
@@ -97,7 +100,8 @@ def markdown(result: dict) -> str:
         f"# {result['benchmark']}",
         "",
         f"Threads: {result['threads']}, median of {result['repeats']} runs; torch "
-        f"{result['torch']}, numpy {result['numpy']}. Log-log slope of numpy eigh time "
+        f"{result['torch']}, numpy {result['numpy']}; load average "
+        f"{result['load_average_1min']:.1f} at the end (shared machine). Log-log slope of numpy eigh time "
         f"vs N (N >= 200): {result['numpy_eigh_loglog_slope']:.2f} (O(N^3) gives 3).",
         "",
         "| nodes | edges | Laplacian (ms) | numpy eigh f64 (ms) | torch eigh f32 (ms) "
