@@ -18,8 +18,8 @@ SPEC = MethodSpec(
     slug="grokformer",
     title="GrokFormer: Fourier-series spectral filters in a graph transformer",
     paper=(
-        "Ai, Pang, Zhao, Huang, Li, Yang, GrokFormer: Graph Fourier Kolmogorov-Arnold "
-        "Transformers (arXiv 2411.17296, ICML 2025)"
+        "Ai et al., GrokFormer: Graph Fourier Kolmogorov-Arnold Transformers "
+        "(arXiv 2411.17296, ICML 2025, PMLR 267)"
     ),
     code="https://github.com/GGA23/GrokFormer",
     config_model=GrokFormerConfig,
