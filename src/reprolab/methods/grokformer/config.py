@@ -1,0 +1,118 @@
+"""grokformer settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up.
+
+Two task families, each task one prepared dataset:
+- ``csbm_h<h>_d<d>``: node classification on a contextual SBM at requested edge homophily
+  h, graph draw d (unit parameters ``homophily`` and ``draw``);
+- ``filter_<response>``: fitting a known spectral response on signals on a 2D grid (unit
+  parameter ``response``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from reprolab.contract import MethodConfig, Split
+
+Response = Literal["low", "high", "band", "reject", "comb"]
+
+#: variants of each task family
+NODE_VARIANTS = ("grokformer", "mlp", "gcn", "appnp", "gpr", "specformer")
+FILTER_VARIANTS = ("grok_filter", "gpr_filter", "spec_filter")
+
+
+def csbm_task(h: float, draw: int) -> str:
+    return f"csbm_h{h:.2f}_d{draw}"
+
+
+def filter_task(response: str) -> str:
+    return f"filter_{response}"
+
+
+class GrokFormerConfig(MethodConfig):
+    # -- CSBM node classification
+    homophilies: list[float] = Field(default=[0.2, 0.8], min_length=1)
+    #: graph draws per homophily (a unit parameter)
+    draws: int = Field(default=1, ge=1, le=20)
+    nodes: int = Field(default=240, ge=12)
+    classes: int = Field(default=3, ge=2, le=10)
+    features: int = Field(default=16, ge=1)
+    degree: float = Field(default=8.0, gt=0)
+    #: norm of the class means (noise is N(0, I)): how informative features are alone
+    separation: float = Field(default=1.0, ge=0)
+    split: Split = Field(default=[0.6, 0.2, 0.2])
+    # -- models
+    hidden: int = Field(default=32, ge=2)
+    layers: int = Field(default=1, ge=1, le=4)
+    grok_orders: int = Field(default=3, ge=1, le=10)
+    grok_freqs: int = Field(default=16, ge=1, le=64)
+    spec_dim: int = Field(default=16, ge=2)
+    spec_filters: int = Field(default=2, ge=1)
+    gpr_hops: int = Field(default=10, ge=1, le=30)
+    gpr_alpha: float = Field(default=0.1, gt=0, lt=1)
+    dropout: float = Field(default=0.5, ge=0, lt=1)
+    layer_dropout: float = Field(default=0.2, ge=0, lt=1)
+    # -- node training: full-batch Adam, the state of the best validation accuracy kept
+    epochs: int = Field(default=200, ge=1)
+    lr: float = Field(default=0.01, gt=0)
+    weight_decay: float = Field(default=5e-4, ge=0)
+    # -- filter fitting
+    responses: list[Response] = Field(default=["band", "reject", "comb"])
+    grid_side: int = Field(default=12, ge=3, le=40)
+    filter_images: int = Field(default=8, ge=1)
+    filter_steps: int = Field(default=300, ge=1)
+    filter_lr: float = Field(default=0.01, gt=0)
+    history_every: int = Field(default=25, ge=1)
+    data_seed: int = Field(default=0, ge=0)
+
+    @field_validator("homophilies")
+    @classmethod
+    def _homophily(cls, v: list[float]) -> list[float]:
+        if any(not 0 < h < 1 for h in v) or len(set(v)) != len(v):
+            raise ValueError("homophilies must be distinct values in (0, 1)")
+        return v
+
+    @field_validator("responses")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("responses are listed twice")
+        return v
+
+    def tasks(self) -> dict[str, dict]:
+        """Every task name with its unit parameters."""
+        out: dict[str, dict] = {}
+        for h in self.homophilies:
+            for d in range(self.draws):
+                out[csbm_task(h, d)] = {"homophily": float(h), "draw": d}
+        for r in self.responses:
+            out[filter_task(r)] = {"response": r}
+        return out
+
+
+PREPARE_KEYS = (
+    "homophilies",
+    "draws",
+    "nodes",
+    "classes",
+    "features",
+    "degree",
+    "separation",
+    "responses",
+    "grid_side",
+    "data_seed",
+)
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "homophilies": [0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9],
+        "draws": 2,
+        "nodes": 300,
+        "responses": ["low", "high", "band", "reject", "comb"],
+        "grid_side": 16,
+        "filter_images": 16,
+        "filter_steps": 600,
+    },
+}

@@ -1,0 +1,260 @@
+"""grokformer hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+prepare draws every CSBM graph (one per requested homophily and graph draw) and the 2D
+grid of the filter-fitting task, and computes each graph's normalized-Laplacian
+eigendecomposition once. A node unit (task, variant, seed) splits the nodes with its
+seed and trains one classifier full batch, keeping the state of its best validation
+accuracy; a filter unit draws its training and held-out signals with its seed and fits
+one filter to the task's response.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.methods.grokformer import graphs
+from reprolab.methods.grokformer.config import (
+    FILTER_VARIANTS,
+    NODE_VARIANTS,
+    GrokFormerConfig,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+#: offset of the held-out signal draw of a filter unit
+HELD_OUT = 100_003
+
+
+def prepare(
+    cfg: GrokFormerConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    tasks: dict[str, dict[str, np.ndarray]] = {}
+    meta: dict = {"sizes": {}, "realised_homophily": {}}
+    f32 = np.float32
+    for name, p in cfg.tasks().items():
+        if "homophily" in p:
+            seed = int(
+                np.random.default_rng(
+                    [cfg.data_seed, round(1000 * p["homophily"]), p["draw"]]
+                ).integers(2**31)
+            )
+            g = graphs.csbm(
+                cfg.nodes, cfg.classes, cfg.features, p["homophily"], cfg.degree,
+                cfg.separation, seed,
+            )  # fmt: skip
+            n = len(g["y"])
+            lam, u = graphs.eigendecomposition(g["edge_index"], n)
+            realised = graphs.edge_homophily(g["edge_index"], g["y"])
+            tasks[name] = {
+                "x": g["x"].astype(f32),
+                "y": g["y"].astype(np.int64),
+                "edge_index": g["edge_index"],
+                "evals": lam.astype(f32),
+                "evecs": u.astype(f32),
+                "realised_homophily": np.array([realised]),
+            }
+            meta["realised_homophily"][name] = realised
+        else:
+            side = cfg.grid_side
+            edges = graphs.grid_edges(side)
+            lam, u = graphs.eigendecomposition(edges, side * side)
+            tasks[name] = {
+                "edge_index": edges,
+                "evals": lam.astype(f32),
+                "evecs": u.astype(f32),
+                "target": graphs.response(p["response"], lam).astype(f32),
+            }
+            n = side * side
+        meta["sizes"][name] = n
+    return tasks, meta
+
+
+def units(cfg: GrokFormerConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.grokformer import SPEC
+
+    selected = SPEC.selected_variants(cfg)
+    settings = cfg.tasks()
+    out = []
+    for task in sorted(tasks):
+        family = FILTER_VARIANTS if "response" in settings[task] else NODE_VARIANTS
+        for seed in seeds:
+            out += [Unit(task, v, seed, settings[task]) for v in selected if v in family]
+    return out
+
+
+def _graph(data: dict) -> dict:
+    import torch
+
+    return {
+        "edge_index": torch.as_tensor(np.asarray(data["edge_index"])),
+        "evals": torch.as_tensor(np.asarray(data["evals"])),
+        "evecs": torch.as_tensor(np.asarray(data["evecs"])),
+    }
+
+
+def build(unit: Unit, cfg: GrokFormerConfig, data: dict) -> torch.nn.Module:
+    from reprolab.methods.grokformer.models import FILTER_MODELS, NODE_MODELS
+
+    graph = _graph(data)
+    if unit.variant in FILTER_MODELS:
+        return FILTER_MODELS[unit.variant](graph, cfg)
+    return NODE_MODELS[unit.variant](graph, cfg.features, cfg.classes, cfg)
+
+
+def signals(unit: Unit, cfg: GrokFormerConfig, data: dict, held_out: bool):
+    """(X, Y) of shape (N, images): seeded grid signals and their target-filtered
+    versions Y = U diag(h(lambda)) U^T X."""
+    import torch
+
+    seed = unit.seed + (HELD_OUT if held_out else 0)
+    x = graphs.grid_signals(cfg.grid_side, cfg.filter_images, seed).T
+    u = np.asarray(data["evecs"], dtype=np.float64)
+    y = u @ (np.asarray(data["target"], dtype=np.float64)[:, None] * (u.T @ x))
+    return torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)
+
+
+def _fit_polynomial(model, x, y) -> list[dict]:
+    """The polynomial filter's exact optimum: its SSE is a convex quadratic in the hop
+    weights gamma, solved by least squares in float64 (the best any optimiser can reach
+    for this class on the training signals, a stronger baseline than a fixed Adam budget
+    on the ill-conditioned monomial basis)."""
+    import torch
+
+    hops = model.prop
+    op = hops.op.to_dense().double()
+    stack, z = [x.double()], x.double()
+    for _ in range(hops.hops):
+        z = op @ z
+        stack.append(z)
+    design = torch.stack([s.reshape(-1) for s in stack], dim=1)
+    gamma = torch.linalg.lstsq(design, y.double().reshape(-1, 1), driver="gelsd").solution
+    with torch.no_grad():
+        hops.gamma.weight.copy_(gamma.T.float())
+        sse = float((model(x) - y).pow(2).sum(0).mean())
+    return [{"step": 0, "train_sse": sse}]
+
+
+def _fit_filter(model, unit: Unit, cfg: GrokFormerConfig, data: dict) -> list[dict]:
+    import torch
+
+    x, y = signals(unit, cfg, data, held_out=False)
+    if unit.variant == "gpr_filter":
+        return _fit_polynomial(model, x, y)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.filter_lr)
+    history = []
+    for step in range(1, cfg.filter_steps + 1):
+        opt.zero_grad(set_to_none=True)
+        loss = (model(x) - y).pow(2).sum(0).mean()  # SSE per image, mean over images
+        loss.backward()
+        opt.step()
+        if step % cfg.history_every == 0 or step == cfg.filter_steps:
+            history.append({"step": step, "train_sse": float(loss.detach())})
+    return history
+
+
+def _fit_node(model, unit: Unit, cfg: GrokFormerConfig, data: dict) -> list[dict]:
+    import torch
+    from torch.nn import functional as F
+
+    x = torch.as_tensor(np.asarray(data["x"]))
+    y = torch.as_tensor(np.asarray(data["y"]))
+    train, val, _ = graphs.split(len(y), cfg.split, unit.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    best, best_state, history = -1.0, None, []
+    for epoch in range(1, cfg.epochs + 1):
+        model.train()
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x)[train], y[train])
+        loss.backward()
+        opt.step()
+        model.eval()
+        with torch.no_grad():
+            val_acc = float((model(x)[val].argmax(1) == y[val]).float().mean())
+        if val_acc > best:
+            best, best_state = val_acc, copy.deepcopy(model.state_dict())
+        if epoch % cfg.history_every == 0 or epoch == cfg.epochs:
+            history.append({"epoch": epoch, "train_loss": float(loss.detach()), "val_acc": val_acc})
+    model.load_state_dict(best_state)
+    return history
+
+
+def train_unit(
+    unit: Unit,
+    cfg: GrokFormerConfig,
+    data: dict,
+    resume_dir: Path,
+    progress: Callable[[str], None],
+) -> TrainedUnit:
+    # A unit is a few hundred full-batch steps on a graph of a few hundred nodes (under
+    # a second or two): no resume points.
+    import torch
+
+    torch.set_num_threads(1)  # small dense products: more threads only synchronise
+    torch.manual_seed(unit.seed)
+    model = build(unit, cfg, data)
+    if unit.variant in FILTER_VARIANTS:
+        history = _fit_filter(model, unit, cfg, data)
+    else:
+        history = _fit_node(model, unit, cfg, data)
+    return TrainedUnit(state=model.state_dict(), history=history)
+
+
+def restore(unit: Unit, cfg: GrokFormerConfig, data: dict, state: dict) -> torch.nn.Module:
+    model = build(unit, cfg, data)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+def evaluate_unit(
+    model, unit: Unit, cfg: GrokFormerConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
+    import torch
+
+    torch.set_num_threads(1)
+    if unit.variant in FILTER_VARIANTS:
+        x, y = signals(unit, cfg, data, held_out=True)
+        with torch.inference_mode():
+            pred = model(x).float().numpy()
+        y = y.numpy()
+        return {
+            "sse": float(((pred - y) ** 2).sum(0).mean()),
+            "r2": float(np.mean([graphs.r2(y[:, i], pred[:, i]) for i in range(y.shape[1])])),
+        }
+    x = torch.as_tensor(np.asarray(data["x"]))
+    y = np.asarray(data["y"])
+    _, val, test = graphs.split(len(y), cfg.split, unit.seed)
+    with torch.inference_mode():
+        pred = model(x).float().argmax(1).numpy()
+    return {
+        "acc": float(np.mean(pred[test] == y[test])),
+        "val_acc": float(np.mean(pred[val] == y[val])),
+        "realised_homophily": float(np.asarray(data["realised_homophily"])[0]),
+    }
+
+
+def example_input(unit: Unit, cfg: GrokFormerConfig, data: dict) -> torch.Tensor:
+    if unit.variant in FILTER_VARIANTS:
+        return signals(unit, cfg, data, held_out=False)[0]
+    import torch
+
+    return torch.as_tensor(np.asarray(data["x"]))
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+    from reprolab.methods.grokformer import plots as figs
+
+    paths = []
+    if "homophily" in table.columns and table.homophily.notna().any():
+        paths.append(figs.accuracy_vs_homophily(table, out_dir / "accuracy_vs_homophily.png"))
+    if "response" in table.columns and table.response.notna().any():
+        paths.append(figs.filter_responses(trained, out_dir / "filter_responses.png"))
+        paths.append(figs.filter_errors(table, out_dir / "filter_sse.png"))
+    return paths
