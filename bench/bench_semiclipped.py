@@ -26,7 +26,7 @@ from pathlib import Path
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("bench/results/semiclipped.json"))
-    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
@@ -34,6 +34,7 @@ def main() -> None:
     import lightning as L
     import numpy as np
     import torch
+    from torch.utils.data import DataLoader
 
     from reprolab.methods.semiclipped import method
     from reprolab.methods.semiclipped.config import SemiClippedConfig
@@ -83,11 +84,11 @@ def main() -> None:
             enable_progress_bar=False, enable_model_summary=False,
         )  # fmt: skip
         module = Module()
-        L.Trainer(max_epochs=1, **trainer_kw).fit(module, epochs[0])
+        L.Trainer(max_epochs=1, **trainer_kw).fit(module, DataLoader(epochs[0], batch_size=None))
         flat = [b for e in epochs[1:] for b in e]
         trainer = L.Trainer(max_epochs=1, **trainer_kw)
         t = time.perf_counter()
-        trainer.fit(module, flat)
+        trainer.fit(module, DataLoader(flat, batch_size=None))
         return time.perf_counter() - t
 
     load_before = os.getloadavg()
