@@ -1,0 +1,231 @@
+"""Semi-Clipped hooks for the pipeline stages (see reprolab.contract.MethodHooks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.methods.semiclipped import sim
+from reprolab.methods.semiclipped.config import SemiClippedConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+KS = (1, 3, 5, 10, 20)
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(
+    cfg: SemiClippedConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    tasks = {}
+    for i in range(cfg.n_sims):
+        s = cfg.data_seed * 1000 + i
+        d = sim.simulate(
+            s, cfg.n_pathways, cfg.perts_per_pathway, cfg.n_batches, cfg.n_controls,
+            cfg.reps, cfg.latent, cfg.tx_dim, cfg.img_dim, cfg.noise,
+        )  # fmt: skip
+        rng = np.random.default_rng(s + 1)
+        n_perts = cfg.n_pathways * cfg.perts_per_pathway
+        held = rng.permutation(n_perts)[: int(round(cfg.test_perts * n_perts))]
+        test_b = rng.permutation(cfg.n_batches)[: cfg.test_batches]
+        ctrl = d["pert"] < 0
+        d["test_pert"] = np.isin(d["pert"], held)
+        d["test_batch"] = np.isin(d["batch"], test_b)
+        # the frozen image encoder's embedding: TVN-corrected image features
+        d["img_emb"] = sim.correct(d["img"], d["batch"], ctrl, "tvn")
+        d["tx_tvn"] = sim.correct(d["tx"], d["batch"], ctrl, "tvn")
+        tasks[f"sim{i}"] = d
+    return tasks, {"n_samples": {t: int(len(d["pert"])) for t, d in tasks.items()}}
+
+
+# ---------------------------------------------------------------- train
+
+
+def units(cfg: SemiClippedConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.semiclipped import SPEC
+
+    return [
+        Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in SPEC.selected_variants(cfg)
+    ]
+
+
+def adapter(in_dim: int, hidden: int, out_dim: int):
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim))
+
+
+def clip_loss(a, b, temperature: float):
+    """Symmetric InfoNCE over the cosine-similarity matrix (row i of a pairs with row i of b)."""
+    import torch
+    import torch.nn.functional as F
+
+    logits = F.normalize(a, dim=1) @ F.normalize(b, dim=1).T / temperature
+    target = torch.arange(len(a))
+    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
+
+
+def _train_rows(data: dict) -> np.ndarray:
+    return (data["pert"] >= 0) & ~data["test_pert"] & ~data["test_batch"]
+
+
+def make_step(unit_variant: str, cfg: SemiClippedConfig, tx_net, img_net):
+    """One optimisation step on (tx inputs, image embeddings); returns the loss."""
+    import torch
+    import torch.nn.functional as F
+
+    params = list(tx_net.parameters()) + (list(img_net.parameters()) if img_net else [])
+    opt = torch.optim.Adam(params, lr=cfg.lr)
+
+    def step(x, y):
+        out = tx_net(x)
+        if unit_variant == "mse_distill":
+            loss = F.mse_loss(out, y)
+        else:
+            loss = clip_loss(out, img_net(y) if img_net is not None else y, cfg.temperature)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return float(loss.detach())
+
+    return step
+
+
+def batches(data: dict, cfg: SemiClippedConfig, rng: np.random.Generator, pea) -> list:
+    """One epoch of weak pairs: each minibatch holds distinct perturbations; each
+    transcriptomics sample is paired with a random image sample of the same perturbation
+    (any batch). With PEA each sample gets a random correction from ``pea``."""
+    rows = np.flatnonzero(_train_rows(data))
+    rows = rows[rng.permutation(len(rows))]
+    img_rows = {
+        p: np.flatnonzero(_train_rows(data) & (data["pert"] == p))
+        for p in np.unique(data["pert"][rows])
+    }
+    out, cur, seen = [], [], set()
+    for r in rows:
+        p = int(data["pert"][r])
+        if p in seen:
+            continue
+        cur.append(r)
+        seen.add(p)
+        if len(cur) == cfg.batch_size:
+            out.append(np.array(cur))
+            cur, seen = [], set()
+    if len(cur) >= 2:
+        out.append(np.array(cur))
+    res = []
+    for idx in out:
+        if pea is None:
+            x = data["tx_tvn"][idx]
+        else:
+            means, maps = pea
+            k = rng.integers(means.shape[1], size=len(idx))
+            b = data["batch"][idx]
+            x = np.einsum("nd,nde->ne", data["tx"][idx] - means[b, k], maps[b, k])
+        j = np.array([rng.choice(img_rows[int(data["pert"][i])]) for i in idx])
+        res.append((x.astype(np.float32), data["img_emb"][j].astype(np.float32)))
+    return res
+
+
+def train_unit(
+    unit: Unit,
+    cfg: SemiClippedConfig,
+    data: dict,
+    resume_dir: Path,
+    progress: Callable[[str], None],
+) -> TrainedUnit:
+    import torch
+
+    data = {k: np.asarray(v) for k, v in data.items()}
+    torch.manual_seed(unit.seed)
+    rng = np.random.default_rng(unit.seed)
+    tx_net = adapter(cfg.tx_dim, cfg.hidden, cfg.img_dim)
+    img_net = (
+        adapter(cfg.img_dim, cfg.hidden, cfg.img_dim) if unit.variant == "joint_clip" else None
+    )
+    step = make_step(unit.variant, cfg, tx_net, img_net)
+    history = []
+    train_ctrl = (data["pert"] < 0) & ~data["test_batch"]
+    for epoch in range(cfg.epochs):
+        pea = None
+        if unit.variant == "semiclipped_pea":
+            pea = sim.pea_bank(
+                data["tx"],
+                data["batch"],
+                train_ctrl,
+                cfg.pea_bank,
+                cfg.pea_min_frac,
+                cfg.shrink,
+                rng,
+            )
+        losses = [
+            step(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches(data, cfg, rng, pea)
+        ]
+        history.append({"epoch": epoch, "train_loss": float(np.mean(losses))})
+    state = {f"tx.{k}": v for k, v in tx_net.state_dict().items()}
+    return TrainedUnit(state=state, history=history)
+
+
+def restore(unit: Unit, cfg: SemiClippedConfig, data: dict, state: dict) -> torch.nn.Module:
+    net = adapter(cfg.tx_dim, cfg.hidden, cfg.img_dim)
+    net.load_state_dict({k[3:]: v for k, v in state.items() if k.startswith("tx.")})
+    return net.eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def embed(model, unit: Unit, data: dict) -> np.ndarray:
+    import torch
+
+    if unit.variant == "raw":
+        return np.asarray(data["tx"])
+    if unit.variant == "tvn":
+        return np.asarray(data["tx_tvn"])
+    with torch.no_grad():
+        return model(torch.from_numpy(np.asarray(data["tx_tvn"], np.float32))).numpy()
+
+
+def evaluate_unit(
+    model, unit: Unit, cfg: SemiClippedConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
+    data = {k: np.asarray(v) for k, v in data.items()}
+    emb = embed(model, unit, data)
+    held = (data["pert"] >= 0) & data["test_pert"]
+    out = {}
+    for name, rows in (
+        ("ood", held & data["test_batch"]),
+        ("heldout_perts", held & ~data["test_batch"]),
+    ):
+        ids, means = sim.pert_means(emb[rows], data["pert"][rows])
+        labels = np.array([data["pathway"][data["pert"] == i][0] for i in ids])
+        rec = sim.recall_at_k(means, labels, KS)
+        out[f"recall_{name}"] = rec[cfg.k]
+        out |= {f"recall_{name}_at{k}": v for k, v in rec.items()}
+    return out
+
+
+def example_input(unit: Unit, cfg: SemiClippedConfig, data: dict):
+    import torch
+
+    return torch.from_numpy(np.asarray(data["tx_tvn"][:256], np.float32))
+
+
+def calibration_inputs(unit: Unit, cfg: SemiClippedConfig, data: dict, model) -> list:
+    import torch
+
+    rows = _train_rows({k: np.asarray(data[k]) for k in ("pert", "test_pert", "test_batch")})
+    return [torch.from_numpy(np.asarray(data["tx_tvn"], np.float32)[rows][:512])]
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+    from reprolab.methods.semiclipped import plots as figs
+
+    return [figs.recall_curves(table, out_dir / "recall_at_k.png", KS)]

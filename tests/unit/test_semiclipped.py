@@ -1,0 +1,108 @@
+"""Semi-Clipped: batch corrections, recall@k and the CLIP loss against independent references."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+from reprolab.methods.semiclipped import method, sim
+
+
+@pytest.fixture
+def controls():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 5))
+    return rng.normal(size=(200, 5)) @ a + 3.0
+
+
+def test_center_gives_zero_control_mean(controls):
+    m, w = sim.correction(controls, "center")
+    np.testing.assert_allclose(((controls - m) @ w).mean(0), 0, atol=1e-10)
+
+
+def test_scale_gives_unit_control_std(controls):
+    m, w = sim.correction(controls, "scale")
+    out = (controls - m) @ w
+    np.testing.assert_allclose(out.mean(0), 0, atol=1e-10)
+    np.testing.assert_allclose(out.std(0), 1, atol=1e-6)
+
+
+def test_tvn_whitens_controls_like_scipy(controls):
+    m, w = sim.correction(controls, "tvn")
+    out = (controls - m) @ w
+    np.testing.assert_allclose(np.cov(out, rowvar=False, bias=True), np.eye(5), atol=1e-8)
+    ref = np.real(scipy.linalg.inv(scipy.linalg.sqrtm(np.cov(controls, rowvar=False, bias=True))))
+    np.testing.assert_allclose(w, ref, atol=1e-8)
+
+
+def test_correct_per_batch_uses_each_batch_controls():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(size=(50, 3)) + 5, rng.normal(size=(50, 3)) * 2 - 4])
+    batch = np.repeat([0, 1], 50)
+    ctrl = np.tile(np.arange(50) < 30, 2)
+    out = sim.correct(x, batch, ctrl, "center")
+    for b in (0, 1):
+        np.testing.assert_allclose(out[(batch == b) & ctrl].mean(0), 0, atol=1e-5)
+
+
+def test_recall_at_k_planted_structure_closed_form():
+    # g groups of size s placed at orthogonal directions with tiny jitter: every
+    # neighbour up to rank s-1 is a relative, so recall@k = min(k, s-1) / min(k, s-1) = 1
+    # for k <= s-1 and for k >= s-1 it stays 1; swap one item per group to a wrong
+    # label and compare with brute force counting
+    g, s = 4, 5
+    rng = np.random.default_rng(0)
+    emb = np.repeat(np.eye(g), s, axis=0) + 1e-3 * rng.normal(size=(g * s, g))
+    labels = np.repeat(np.arange(g), s)
+    for k in (1, 2, 4, 6, 10):
+        assert sim.recall_at_k(emb, labels, [k])[k] == pytest.approx(1.0)
+    # random labels of the same sizes: closed form for k = n-1 (every item is a neighbour)
+    n = g * s
+    assert sim.recall_at_k(emb, rng.permutation(labels), [n - 1])[n - 1] == pytest.approx(1.0)
+    # one mislabelled item per group: brute force
+    bad = labels.copy()
+    bad[::s] = (bad[::s] + 1) % g
+    k = 3
+    e = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    vals = []
+    for i in range(n):
+        d = e @ e[i]
+        d[i] = -np.inf
+        nn = np.argsort(-d)[:k]
+        rel = (bad == bad[i]).sum() - 1
+        vals.append((bad[nn] == bad[i]).sum() / min(k, rel))
+    assert sim.recall_at_k(emb, bad, [k])[k] == pytest.approx(np.mean(vals))
+
+
+def test_clip_loss_matches_direct_computation():
+    rng = np.random.default_rng(0)
+    a, b, t = rng.normal(size=(6, 4)), rng.normal(size=(6, 4)), 0.2
+    an = a / np.linalg.norm(a, axis=1, keepdims=True)
+    bn = b / np.linalg.norm(b, axis=1, keepdims=True)
+    s = an @ bn.T / t
+
+    def xent(m):
+        return np.mean(np.log(np.exp(m).sum(1)) - np.diag(m))
+
+    ref = 0.5 * (xent(s) + xent(s.T))
+    got = float(method.clip_loss(torch.tensor(a), torch.tensor(b), t))
+    assert got == pytest.approx(ref, rel=1e-9)
+
+
+def test_pea_bank_corrections_match_their_kind():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 3)) * 2 + 1
+    batch = np.zeros(60, int)
+    ctrl = np.arange(60) < 40
+    means, maps = sim.pea_bank(x, batch, ctrl, 6, 0.5, 0.0, rng)
+    assert means.shape == (1, 6, 3) and maps.shape == (1, 6, 3, 3)
+    # every mean is the mean of a subset of the controls: inside their bounding box
+    assert np.all(means[0] >= x[ctrl].min(0)) and np.all(means[0] <= x[ctrl].max(0))
+
+
+def test_simulator_is_seeded_and_controls_have_no_pathway():
+    a = sim.simulate(3, 3, 4, 2, 5, 2, 4, 6, 5, 1.0)
+    b = sim.simulate(3, 3, 4, 2, 5, 2, 4, 6, 5, 1.0)
+    np.testing.assert_array_equal(a["tx"], b["tx"])
+    assert np.all(a["pathway"][a["pert"] < 0] == -1)
+    assert len(a["tx"]) == 2 * (5 + 12 * 2)
