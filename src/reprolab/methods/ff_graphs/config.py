@@ -24,18 +24,20 @@ class FFGraphsConfig(MethodConfig):
     search_trials: int = Field(default=30, ge=1)
     search_n: int = Field(default=64, ge=8)
     #: families that get a trained masked-attention model (the rest: metrics only)
-    train_families: list[Family] = Field(default=["line", "full", "dilated"], min_length=1)
+    train_families: list[Family] = Field(
+        default=["line", "full", "window", "dilated"], min_length=1
+    )
     tasks: list[TaskName] = Field(default=["first_token"], min_length=1)
     train_len: int = Field(default=32, ge=4)
     test_lens: list[int] = Field(default=[64, 128], min_length=1)
     vocab: int = Field(default=8, ge=2)
-    n_train: int = Field(default=600, ge=16)
+    n_train: int = Field(default=800, ge=16)
     n_test: int = Field(default=300, ge=16)
     data_seed: int = Field(default=0, ge=0)
     dim: int = Field(default=16, ge=4)
     depth: int = Field(default=5, ge=1, le=12)
     heads: int = Field(default=2, ge=1)
-    epochs: int = Field(default=4, ge=1)
+    epochs: int = Field(default=6, ge=1)
     batch_size: int = Field(default=32, ge=1)
     lr: float = Field(default=3e-3, gt=0)
 
@@ -46,7 +48,7 @@ PROFILE_DEFAULTS = {
         "sizes": [16, 32, 64, 128, 256, 512],
         "train_families": ["line", "full", "window", "dilated", "random", "searched"],
         "tasks": ["first_token", "max_token"],
-        "n_train": 2000,
+        "n_train": 3000,
         "n_test": 500,
         "dim": 32,
         "epochs": 8,

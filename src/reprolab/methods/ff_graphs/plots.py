@@ -27,7 +27,7 @@ def metric_vs_n(table: pd.DataFrame, metric: str, path: Path) -> Path:
     ax.set_yscale("log")
     ax.set_xlabel("graph size n")
     ax.set_ylabel(metric.replace("_", " ") + (" (n * minimax)" if metric == "fidelity" else ""))
-    ax.set_title(f"{metric} by family (exact; random/searched: mean over seeds)")
+    ax.set_title(f"{metric} (exact; seeded families: seed mean)", fontsize=10)
     ax.legend(fontsize=8)
     return save_figure(fig, path)
 
