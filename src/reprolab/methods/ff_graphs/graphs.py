@@ -42,7 +42,7 @@ def line(n: int) -> np.ndarray:
 
 def full(n: int) -> np.ndarray:
     """Fully connected causal: j -> i for every j < i."""
-    return np.triu(np.ones((n, n), dtype=np.uint8), 1) * (n >= 2) if n >= 2 else _empty(n)
+    return np.triu(np.ones_like(_empty(n)), 1)
 
 
 def window(n: int, w: int) -> np.ndarray:
