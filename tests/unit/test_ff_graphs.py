@@ -1,0 +1,142 @@
+"""ff_graphs: metrics against hand-computed values and Monte Carlo; family constructors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reprolab.methods.ff_graphs import claims, graphs
+
+
+def edges(n, pairs):
+    adj = np.zeros((n, n), dtype=np.uint8)
+    for j, i in pairs:
+        adj[j, i] = 1
+    return adj
+
+
+def test_three_node_line_by_hand():
+    adj = graphs.line(3)
+    # forward walk: two Geometric(1/2) waits, P(T > t) = (1 + t) / 2^t
+    s = graphs.survival(adj, 8)[:, 0]
+    assert np.allclose(s, [(1 + t) / 2**t for t in range(9)])
+    # L1 distance 2 (1 + t) / 2^t < 0.5 first at t = 5 (6/32); at t = 4 it is 10/16
+    assert graphs.mixing_time(adj, eps=0.5) == 5
+    assert graphs.hitting_times(adj)[0] == pytest.approx(4.0)
+    # Delta rows: sink {1, 2}, node 1 {0, 1}, node 0 {0}: phi = (1, 1/2, 1/2)
+    assert np.allclose(graphs.node_fidelity(adj), [1.0, 0.5, 0.5])
+    m = graphs.metrics(adj)
+    assert m["fidelity_raw"] == pytest.approx(0.5) and m["fidelity"] == pytest.approx(1.5)
+
+
+def test_three_node_full_by_hand():
+    adj = graphs.full(3)
+    assert (adj == edges(3, [(0, 1), (0, 2), (1, 2)])).all()
+    # h1 = 2; h0 = (1 + h1 / 3) / (2 / 3) = 2.5
+    assert graphs.hitting_times(adj)[:2] == pytest.approx([2.5, 2.0])
+    # Delta^1 row of the sink is uniform 1/3; node 1 later gets 1/6 + 1/9 < 1/3
+    assert graphs.minimax_fidelity(adj) == pytest.approx(1 / 3)
+
+
+def test_four_node_line_by_hand():
+    adj = graphs.line(4)
+    assert graphs.hitting_times(adj)[0] == pytest.approx(6.0)
+    # [Delta^t]_{3,1} = C(t, 2) / 2^t, largest 3/8 at t = 3 and 4
+    phi = graphs.node_fidelity(adj)
+    assert phi[1] == pytest.approx(3 / 8) and phi[2] == pytest.approx(0.5)
+    assert graphs.minimax_fidelity(adj) == pytest.approx(3 / 8)
+    # P(T > t) for a sum of three Geometric(1/2): P(Bin(t, 1/2) <= 2)
+    s = graphs.survival(adj, 10)[:, 0]
+    ref = [sum(math.comb(t, k) for k in range(3)) / 2**t for t in range(11)]
+    assert np.allclose(s, ref)
+
+
+def test_four_node_diamond_by_hand():
+    # 0 -> 1, 0 -> 2, 1 -> 3, 2 -> 3: sink averages {1, 2, 3}
+    adj = edges(4, [(0, 1), (0, 2), (1, 3), (2, 3)])
+    assert graphs.node_fidelity(adj)[1:] == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+    # node 1 -> {1, 3}: h = 2; node 0 -> {0, 1, 2}: h0 = (1 + (2 + 2) / 3) / (2 / 3) = 3.5
+    assert graphs.hitting_times(adj)[0] == pytest.approx(3.5)
+
+
+def test_mixing_matches_monte_carlo():
+    adj = graphs.random_budgeted(12, seed=3)
+    walks = 20_000
+    sims = graphs.simulate_hitting(adj, 0, walks, seed=1)
+    h = graphs.hitting_times(adj)[0]
+    assert abs(sims.mean() - h) < 5 * sims.std() / math.sqrt(walks)
+    s = graphs.survival(adj, 40)[:, 0]
+    for t in (2, 5, 10, 20):
+        p = s[t]
+        assert abs((sims > t).mean() - p) < 5 * math.sqrt(p * (1 - p) / walks) + 1e-9
+    # the mixing time is where twice the simulated tail first drops below eps
+    emp = next(t for t in range(200) if 2 * (sims > t).mean() < 0.5)
+    assert abs(emp - graphs.mixing_time(adj, 0.5)) <= 1
+
+
+def test_fidelity_matches_matrix_powers():
+    adj = graphs.dilated(9)
+    d = graphs.diffusion_matrix(adj)
+    powers = [np.linalg.matrix_power(d, t)[-1] for t in range(1, 400)]
+    ref = np.max(powers, axis=0)
+    ref[0] = 1.0  # the source's supremum is the limit 1
+    assert np.allclose(graphs.node_fidelity(adj), ref, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [5, 16, 33])
+def test_families_are_dags_with_their_budgets(n):
+    w = 3
+    for family in graphs.FAMILIES:
+        adj = graphs.build(family, n, seed=0, w=w, searched=(0.1, 0.3))
+        assert adj.shape == (n, n)
+        assert not np.tril(adj).any(), family  # edges go forward only
+        assert adj[np.arange(n - 1), np.arange(1, n)].all(), family  # i -> i + 1 kept
+        indeg = adj.sum(axis=0)
+        assert indeg[0] == 0 and (indeg[1:] >= 1).all()
+    assert graphs.line(n).sum() == n - 1
+    assert graphs.full(n).sum() == n * (n - 1) // 2
+    win = graphs.window(n, w).sum(axis=0)
+    assert (win == np.minimum(np.arange(n), w)).all()
+    dil = graphs.dilated(n)
+    j, i = np.nonzero(dil)
+    d = i - j
+    assert ((d & (d - 1)) == 0).all()  # power-of-two offsets only
+    assert (dil.sum(axis=0) == [0, *[int(math.log2(k)) + 1 for k in range(1, n)]]).all()
+    rnd = graphs.random_budgeted(n, seed=5)
+    assert (rnd.sum(axis=0) == np.minimum(np.arange(n), graphs.budget(n))).all()
+    assert (rnd == graphs.random_budgeted(n, seed=5)).all()
+
+
+def test_asymptotics_line_and_full():
+    ns = [16, 32, 64, 128]
+    line = [graphs.mixing_time(graphs.line(n)) for n in ns]
+    full = [graphs.mixing_time(graphs.full(n)) for n in ns]
+    assert claims.loglog_slope(ns, line) > 0.9
+    assert claims.loglog_slope(ns, full) < 0.3
+    # fully connected: every node gets exactly 1/n from the sink at t = 1
+    assert graphs.minimax_fidelity(graphs.full(32)) == pytest.approx(1 / 32)
+
+
+def test_metrics_reject_bad_graphs():
+    with pytest.raises(ValueError, match="feedforward"):
+        graphs.metrics(edges(3, [(2, 1), (1, 2)]))
+    with pytest.raises(ValueError, match="out-edge"):
+        graphs.metrics(edges(3, [(0, 2)]))
+
+
+def test_correlation_check_signs():
+    rows = []
+    for k, fam in enumerate(["a", "b", "c", "d", "e", "f"]):
+        for seed in range(3):
+            rows += [
+                ("first_token", fam, seed, "fp32", "fidelity", float(k + 1)),
+                ("first_token", fam, seed, "fp32", "ood_acc", 0.1 * k + 0.01 * seed),
+            ]
+    table = pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
+    verdict, m = claims.Correlation(sign=1).evaluate(table, "fidelity")
+    assert verdict == "reproduced" and m["value"] == pytest.approx(1.0) and m["p_value"] < 0.05
+    verdict, _ = claims.Correlation(sign=-1).evaluate(table, "fidelity")
+    assert verdict == "not_reproduced"
