@@ -33,7 +33,7 @@ CLAIMS = (
             paper_value="rotation > permutation in every table (e.g. +1 to +10 points)",
             paper_setting=_SETTING,
             metric="test_acc",
-            check=Where(PairedDifference(method="rotation", baseline="perm"), task=regime),
+            check=Where(PairedDifference(method="rotation", baseline="perm"), regime=regime),
         )
         for regime, what in (
             ("seeds", "models from different seeds"),
@@ -47,7 +47,7 @@ CLAIMS = (
             paper_value="permutation > vanilla averaging (OTFusion baseline rows)",
             paper_setting=_SETTING,
             metric="test_acc",
-            check=Where(PairedDifference(method="perm", baseline="average"), task=regime),
+            check=Where(PairedDifference(method="perm", baseline="average"), regime=regime),
         )
         for regime, what in (
             ("seeds", "models from different seeds"),

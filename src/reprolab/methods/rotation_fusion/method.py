@@ -37,6 +37,12 @@ def alpha_metric(alpha: float) -> str:
 # ---------------------------------------------------------------- prepare
 
 
+def task_name(regime: str, pair: int) -> str:
+    """One task per (regime, pair slot): unit ids are (task, variant, seed), so each pair
+    of one seed needs its own task; the regime and the slot are unit parameters."""
+    return f"{regime}-p{pair}"
+
+
 def prepare(
     cfg: RotationFusionConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
@@ -44,7 +50,8 @@ def prepare(
         assets["images"], [cfg.dataset], cfg.max_rows, cfg.split, cfg.data_seed
     )
     arrays = tasks[cfg.dataset]
-    return {regime: arrays for regime in cfg.regimes}, info
+    names = [task_name(r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)]
+    return {name: arrays for name in names}, info
 
 
 # ---------------------------------------------------------------- train
@@ -54,11 +61,11 @@ def units(cfg: RotationFusionConfig, seeds: Sequence[int], tasks: Sequence[str])
     from reprolab.methods.rotation_fusion import SPEC
 
     variants = SPEC.selected_variants(cfg)
+    slots = {task_name(r, k): (r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)}
     return [
-        Unit(t, v, s, {"pair": k})
+        Unit(t, v, s, {"regime": slots[t][0], "pair": slots[t][1]})
         for t in sorted(tasks)
         for s in seeds
-        for k in range(cfg.pairs_per_seed)
         for v in variants
     ]
 
@@ -113,7 +120,7 @@ def train_unit(
     val = datasets.part_tensors(data, "val")
     side, seed = image_side(data), _pair_seed(unit)
     history: list[dict] = []
-    if unit.task == "seeds":
+    if unit.param["regime"] == "seeds":
         nets = {}
         for i, name in enumerate(("a", "b")):
             torch.manual_seed(seed + i)  # a different initialisation per endpoint

@@ -27,7 +27,7 @@ def _ci(vals: np.ndarray) -> tuple[float, float]:
 def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
     rows = table[table.metric.str.startswith(PREFIX)].copy()
     rows["alpha"] = rows.metric.str[len(PREFIX) :].astype(int) / 100
-    tasks = sorted(rows.task.unique())
+    tasks = sorted(rows.regime.unique())
     precisions = list(dict.fromkeys(rows.precision))
     fig, axes = plt.subplots(
         len(precisions),
@@ -40,7 +40,7 @@ def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
             ax = axes[i][j]
             for how in FUSIONS:
                 sel = rows[
-                    (rows.task == task) & (rows.variant == how) & (rows.precision == precision)
+                    (rows.regime == task) & (rows.variant == how) & (rows.precision == precision)
                 ]
                 if sel.empty:
                     continue
@@ -61,7 +61,7 @@ def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
 
 def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
     rows = table[table.metric == "test_acc"]
-    tasks = sorted(rows.task.unique())
+    tasks = sorted(rows.regime.unique())
     precisions = list(dict.fromkeys(rows.precision))
     variants = ["endpoints", *FUSIONS]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
@@ -72,7 +72,7 @@ def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
             stats = [
                 _ci(
                     rows[
-                        (rows.task == task) & (rows.variant == v) & (rows.precision == precision)
+                        (rows.regime == task) & (rows.variant == v) & (rows.precision == precision)
                     ].value.to_numpy()
                 )
                 if v in set(rows.variant)
@@ -97,12 +97,12 @@ def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
 
 def learning_curves(trained, path: Path) -> Path:
     names = {0.0: "a", 1.0: "b", 2.0: "base"}
-    tasks = sorted({u.task for u in trained})
+    tasks = sorted({u.param["regime"] for u in trained})
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
     for j, task in enumerate(tasks):
         ax = axes[0][j]
         for unit, history in sorted(trained.items(), key=lambda kv: kv[0].sort_key()):
-            if unit.task != task:
+            if unit.param["regime"] != task:
                 continue
             for code, name in names.items():
                 h = [e for e in history if e.get("model") == code]
@@ -112,7 +112,7 @@ def learning_curves(trained, path: Path) -> Path:
                         [e["val_acc"] for e in h],
                         alpha=0.7,
                         marker=".",
-                        label=f"s{unit.seed}p{unit.param['pair']} {name}",
+                        label=f"s{unit.seed} p{unit.param['pair']} {name}",
                     )
         ax.set_title(f"{task}: validation accuracy per epoch")
         ax.set_xlabel("epoch (fine-tunes count from 0 again)")
