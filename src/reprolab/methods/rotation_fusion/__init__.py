@@ -1,0 +1,69 @@
+"""Rotation symmetry for transformer fusion (Zhang, Zheng, Chen, Li; ICML 2025).
+
+Paper: "Beyond the Permutation Symmetry of Transformers: The Role of Rotation for Model
+Fusion" (arXiv 2502.00264). Official code: https://github.com/zhengzaiyi/RotationSymmetry
+(vit-fusion/otfusion/pi_utils.py).
+"""
+
+from pathlib import Path
+
+from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.methods.rotation_fusion.claims import CLAIMS
+from reprolab.methods.rotation_fusion.config import PROFILE_DEFAULTS, RotationFusionConfig
+
+SPEC = MethodSpec(
+    slug="rotation_fusion",
+    title="Rotation symmetry for transformer fusion",
+    paper=(
+        "Zhang, Zheng, Chen, Li, Beyond the Permutation Symmetry of Transformers: The Role "
+        "of Rotation for Model Fusion (ICML 2025, arXiv 2502.00264)"
+    ),
+    code="https://github.com/zhengzaiyi/RotationSymmetry",
+    config_model=RotationFusionConfig,
+    profile_defaults=PROFILE_DEFAULTS,
+    variants=(
+        Variant(
+            "endpoints",
+            "the pair of trained endpoint ViTs; scored as the better one (picked on validation)",
+        ),
+        Variant(
+            "rotation",
+            "per-head Procrustes rotation of Q/K and V/O + FFN permutation, then average",
+            is_method=True,
+            reuses="endpoints",
+            metrics=("test_acc", "val_acc"),
+        ),
+        Variant(
+            "perm",
+            "per-head permutation of Q/K and V/O + FFN permutation, then average",
+            reuses="endpoints",
+            metrics=("test_acc", "val_acc"),
+        ),
+        Variant(
+            "average",
+            "plain parameter averaging, no matching",
+            reuses="endpoints",
+            metrics=("test_acc", "val_acc"),
+        ),
+    ),
+    claims=CLAIMS,
+    hooks="reprolab.methods.rotation_fusion.method",
+    quantization=Quantization(schemes=("int8_dynamic",)),
+    metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b"),
+    readme=Path(__file__).with_name("README.md"),
+    assets=("images",),
+    prepare_keys=("dataset", "max_rows", "split", "data_seed", "regimes", "pairs_per_seed"),
+    test_overrides={
+        "dataset": "digits",
+        "patch": 4,
+        "max_rows": 300,
+        "pairs_per_seed": 1,
+        "dim": 8,
+        "heads": 2,
+        "depth": 1,
+        "epochs": 1,
+        "finetune_epochs": 1,
+        "alphas": [0.5],
+        "invariance_rows": 16,
+    },
+)

@@ -1,0 +1,296 @@
+"""Rotation-fusion hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+One trained unit is one *pair* of endpoint ViTs (regime = task, pair index = seed and
+the unit parameter ``pair``), trained inside ``train_unit`` and saved as one state dict
+(``a.*``, ``b.*``). ``restore`` rebuilds the pair and computes its fusions (plain
+average, permutation matching, rotation matching, at every alpha of the sweep) plus a
+randomly rotated copy of ``a``: all deterministic functions of the two endpoints, held in
+one :class:`FusionBundle`. The quantize stage thus quantizes every endpoint and every
+fused transformer; the evaluation-only variants read their member of the bundle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.core import datasets
+from reprolab.methods.rotation_fusion.config import RotationFusionConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+FUSION_VARIANTS = ("average", "perm", "rotation")
+#: history entries carry the model they belong to: 0 = a, 1 = b, 2 = the base model
+MODEL_CODES = {"a": 0, "b": 1, "base": 2}
+
+
+def alpha_metric(alpha: float) -> str:
+    return f"test_acc_alpha_{round(alpha * 100):03d}"
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def task_name(regime: str, pair: int) -> str:
+    """One task per (regime, pair slot): unit ids are (task, variant, seed), so each pair
+    of one seed needs its own task; the regime and the slot are unit parameters."""
+    return f"{regime}-p{pair}"
+
+
+def prepare(
+    cfg: RotationFusionConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    tasks, info = datasets.image_tasks(
+        assets["images"], [cfg.dataset], cfg.max_rows, cfg.split, cfg.data_seed
+    )
+    arrays = tasks[cfg.dataset]
+    names = [task_name(r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)]
+    return {name: arrays for name in names}, info
+
+
+# ---------------------------------------------------------------- train
+
+
+def units(cfg: RotationFusionConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.rotation_fusion import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    slots = {task_name(r, k): (r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)}
+    return [
+        Unit(t, v, s, {"regime": slots[t][0], "pair": slots[t][1]})
+        for t in sorted(tasks)
+        for s in seeds
+        for v in variants
+    ]
+
+
+def _pair_seed(unit: Unit) -> int:
+    return 1000 * int(unit.seed) + 10 * int(unit.param["pair"])
+
+
+def image_side(data: dict) -> int:
+    return int(round(np.sqrt(np.asarray(data["x_train"]).shape[1])))
+
+
+def build_net(cfg: RotationFusionConfig, side: int):
+    from reprolab.core.transformer import vit
+
+    return vit(side, cfg.patch, cfg.dim, cfg.depth, cfg.heads, 10, cfg.mlp_ratio)
+
+
+def finetune_subsets(y: np.ndarray, skew: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint row subsets A and B of the training part: a row of classes 0-4 goes to A
+    with probability ``skew`` (else B), a row of classes 5-9 to B with probability
+    ``skew``."""
+    rng = np.random.default_rng(seed)
+    low = y < 5
+    to_a = np.where(low, rng.random(len(y)) < skew, rng.random(len(y)) >= skew)
+    return np.flatnonzero(to_a), np.flatnonzero(~to_a)
+
+
+def _fit(net, x, y, val, lr, epochs, seed, resume_dir, code, cfg):
+    import torch
+
+    from reprolab.core.training import ClassifierModule, fit_supervised
+
+    torch.manual_seed(seed)
+    module = ClassifierModule(net, lr, epochs)
+    fit_supervised(module, (x, y), val, cfg.batch_size, epochs, seed, resume_dir)
+    return [{"model": float(code), **h} for h in module.history]
+
+
+def train_unit(
+    unit: Unit,
+    cfg: RotationFusionConfig,
+    data: dict,
+    resume_dir: Path,
+    progress: Callable[[str], None],
+) -> TrainedUnit:
+    import copy
+
+    import torch
+
+    x_tr, y_tr = datasets.part_tensors(data, "train")
+    val = datasets.part_tensors(data, "val")
+    side, seed = image_side(data), _pair_seed(unit)
+    history: list[dict] = []
+    if unit.param["regime"] == "seeds":
+        nets = {}
+        for i, name in enumerate(("a", "b")):
+            torch.manual_seed(seed + i)  # a different initialisation per endpoint
+            nets[name] = build_net(cfg, side)
+            history += _fit(
+                nets[name],
+                x_tr,
+                y_tr,
+                val,
+                cfg.lr,
+                cfg.epochs,
+                seed + i,
+                resume_dir / name,
+                MODEL_CODES[name],
+                cfg,
+            )
+            progress(f"{name} trained")
+    else:
+        torch.manual_seed(seed)
+        base = build_net(cfg, side)
+        history += _fit(
+            base,
+            x_tr,
+            y_tr,
+            val,
+            cfg.lr,
+            cfg.epochs,
+            seed,
+            resume_dir / "base",
+            MODEL_CODES["base"],
+            cfg,
+        )
+        progress("base trained")
+        rows = finetune_subsets(y_tr.numpy(), cfg.finetune_skew, seed)
+        nets = {}
+        for i, (name, idx) in enumerate(zip(("a", "b"), rows, strict=True)):
+            nets[name] = copy.deepcopy(base)
+            idx_t = torch.from_numpy(idx)
+            history += _fit(
+                nets[name],
+                x_tr[idx_t],
+                y_tr[idx_t],
+                val,
+                cfg.finetune_lr,
+                cfg.finetune_epochs,
+                seed + 1 + i,
+                resume_dir / name,
+                MODEL_CODES[name],
+                cfg,
+            )
+            progress(f"fine-tune {name} trained")
+    state = {
+        f"{n}.{k}": v.detach().clone()
+        for n, net in nets.items()
+        for k, v in net.state_dict().items()
+    }
+    return TrainedUnit(state=state, history=history)
+
+
+# ---------------------------------------------------------------- restore: the bundle
+
+
+def _bundle_class():
+    import torch
+    from torch import nn
+
+    class FusionBundle(nn.Module):
+        """Endpoints ``a``, ``b``, a randomly rotated ``a_rot`` and every fusion
+        ``<how>_<i>`` (alpha = ``alphas[i]``); forward runs them all (stacked logits)."""
+
+        def __init__(self, members: dict[str, nn.Module], alphas: list[float]) -> None:
+            super().__init__()
+            self.members = nn.ModuleDict(members)
+            self.alphas = list(alphas)
+
+        def fused(self, how: str, alpha: float) -> nn.Module:
+            return self.members[f"{how}_{self.alphas.index(alpha)}"]
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.stack([m(x) for m in self.members.values()])
+
+    return FusionBundle
+
+
+def sweep_alphas(cfg: RotationFusionConfig) -> list[float]:
+    return sorted({*cfg.alphas, cfg.alpha})
+
+
+def endpoints(cfg: RotationFusionConfig, data: dict, state: dict) -> dict:
+    nets = {}
+    for name in ("a", "b"):
+        net = build_net(cfg, image_side(data))
+        prefix = f"{name}."
+        net.load_state_dict({k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)})
+        nets[name] = net.eval()
+    return nets
+
+
+def restore(unit: Unit, cfg: RotationFusionConfig, data: dict, state: dict):
+    import torch
+
+    from reprolab.methods.rotation_fusion import fusion
+
+    nets = endpoints(cfg, data, state)
+    alphas = sweep_alphas(cfg)
+    members = dict(nets)
+    gen = torch.Generator().manual_seed(_pair_seed(unit) + 7)
+    members["a_rot"] = fusion.random_symmetry(nets["a"], gen).eval()
+    for how in FUSION_VARIANTS:
+        aligned = fusion.align(nets["a"], nets["b"], *fusion.FUSIONS[how])
+        for i, alpha in enumerate(alphas):
+            members[f"{how}_{i}"] = fusion.interpolate(nets["a"], aligned, alpha).eval()
+    return _bundle_class()(members, alphas).eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def _accuracy(net, x, y) -> float:
+    import torch
+
+    with torch.no_grad():
+        return float((net(x).argmax(-1) == y).float().mean())
+
+
+def evaluate_unit(model, unit: Unit, cfg: RotationFusionConfig, data: dict, history: list[dict]):
+    import torch
+
+    x_va, y_va = datasets.part_tensors(data, "val")
+    x_te, y_te = datasets.part_tensors(data, "test")
+    m = model.members
+    if unit.variant == "endpoints":
+        val = {n: _accuracy(m[n], x_va, y_va) for n in ("a", "b")}
+        test = {n: _accuracy(m[n], x_te, y_te) for n in ("a", "b")}
+        best = max(("a", "b"), key=lambda n: val[n])  # picked on validation, never test
+        x = x_te[: cfg.invariance_rows]
+        with torch.no_grad():
+            err = float((m["a"](x) - m["a_rot"](x)).abs().max())
+        return {
+            "test_acc": test[best],
+            "val_acc": val[best],
+            "test_acc_a": test["a"],
+            "test_acc_b": test["b"],
+            "invariance_err": err,
+        }
+    out = {
+        "test_acc": _accuracy(model.fused(unit.variant, cfg.alpha), x_te, y_te),
+        "val_acc": _accuracy(model.fused(unit.variant, cfg.alpha), x_va, y_va),
+    }
+    for alpha in sweep_alphas(cfg):
+        out[alpha_metric(alpha)] = _accuracy(model.fused(unit.variant, alpha), x_te, y_te)
+    return out
+
+
+def example_input(unit: Unit, cfg: RotationFusionConfig, data: dict):
+    x, _ = datasets.part_tensors(data, "test")
+    return x[:64]
+
+
+def calibration_inputs(unit: Unit, cfg: RotationFusionConfig, data: dict, model) -> list:
+    """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
+    x, _ = datasets.part_tensors(data, "train")
+    return [x[:256]]
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+    from reprolab.methods.rotation_fusion import plots as figs
+
+    return [
+        figs.accuracy_vs_alpha(table, out_dir / "accuracy_vs_alpha.png"),
+        figs.fusion_accuracy(table, out_dir / "fusion_accuracy.png"),
+        figs.learning_curves(trained, out_dir / "learning_curves.png"),
+    ]
