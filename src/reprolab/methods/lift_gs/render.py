@@ -80,11 +80,11 @@ def render_bruteforce(means, sigmas, opacities, features, cam: Camera, alpha_max
         for x in range(cam.width):
             T = 1.0
             for i in order:
-                X, Y, Z = cams[i]
-                if Z <= near:
+                cx_, cy_, cz = cams[i]
+                if cz <= near:
                     continue
-                u, v = cam.fx * X / Z + cam.cx, cam.fy * Y / Z + cam.cy
-                s = cam.fx * sig[i] / Z
+                u, v = cam.fx * cx_ / cz + cam.cx, cam.fy * cy_ / cz + cam.cy
+                s = cam.fx * sig[i] / cz
                 a = min(
                     alpha_max,
                     op[i] * np.exp(-0.5 * ((x + 0.5 - u) ** 2 + (y + 0.5 - v) ** 2) / s**2),
