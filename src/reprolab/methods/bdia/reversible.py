@@ -72,3 +72,63 @@ def reconstruct(blocks, q_last2, q_last, signs, parities, bits: int):
         q_prev = bdia_invert(blocks[k], rec[0], rec[1], signs[k], parities[k - 1], bits)
         rec.insert(0, q_prev)
     return rec
+
+
+class BDIAStack(torch.autograd.Function):
+    """Forward through all blocks keeping only the last two states and the parity bits;
+    backward reconstructs each earlier state by exact inversion and recomputes the
+    block locally (straight-through for the rounding)."""
+
+    @staticmethod
+    def forward(ctx, x0, signs, bits, blocks, *params):
+        states, parities = forward_states(blocks, x0, list(signs), bits)
+        ctx.blocks, ctx.bits, ctx.signs = blocks, bits, signs
+        ctx.save_for_backward(states[-2], states[-1], *parities)
+        return to_float(states[-1], bits)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        blocks, bits, signs = ctx.blocks, ctx.bits, ctx.signs
+        q_km1, q_k, *parities = ctx.saved_tensors
+        params = [p for b in blocks for p in b.parameters()]
+        pgrads = {id(p): torch.zeros_like(p) for p in params}
+        a_next, a_cur = grad_out, torch.zeros_like(grad_out)
+        q_cur, q_next = q_km1, q_k
+        for k in range(len(blocks) - 1, 0, -1):
+            q_prev = bdia_invert(blocks[k], q_cur, q_next, signs[k], parities[k - 1], bits)
+            g = 0.5 * signs[k].view(-1, *([1] * (grad_out.dim() - 1))).to(grad_out.dtype)
+            bp = list(blocks[k].parameters())
+            with torch.enable_grad():
+                x = to_float(q_cur, bits).requires_grad_(True)
+                out = (1 - g) * x + (1 + g) * blocks[k].delta(x)
+                gs = torch.autograd.grad(out, [x, *bp], a_next, allow_unused=True)
+            a_prev = g * a_next
+            a_cur = a_cur + gs[0]
+            for p, gp in zip(bp, gs[1:], strict=True):
+                if gp is not None:
+                    pgrads[id(p)] += gp
+            a_next, a_cur = a_cur, a_prev
+            q_cur, q_next = q_prev, q_cur
+        bp = list(blocks[0].parameters())
+        with torch.enable_grad():
+            x = to_float(q_cur, bits).requires_grad_(True)
+            out = x + blocks[0].delta(x)
+            gs = torch.autograd.grad(out, [x, *bp], a_next, allow_unused=True)
+        for p, gp in zip(bp, gs[1:], strict=True):
+            if gp is not None:
+                pgrads[id(p)] += gp
+        return (a_cur + gs[0], None, None, None, *[pgrads[id(p)] for p in params])
+
+
+def bdia_features(blocks, x0, signs, bits):
+    params = [p for b in blocks for p in b.parameters()]
+    return BDIAStack.apply(x0, signs, bits, blocks, *params)
+
+
+def plain_features(blocks, x0, signs):
+    """The stored-activation float recursion (reference for the gradient)."""
+    prev, cur = x0, x0 + blocks[0].delta(x0)
+    for k in range(1, len(blocks)):
+        g = 0.5 * signs[k].view(-1, *([1] * (x0.dim() - 1))).to(x0.dtype)
+        prev, cur = cur, g * prev + (1 - g) * cur + (1 + g) * blocks[k].delta(cur)
+    return cur
