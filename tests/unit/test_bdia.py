@@ -51,3 +51,28 @@ def test_custom_autograd_gradient_matches_stored_activation_graph():
     gb = [xb.grad] + [p.grad.clone() for p in blocks.parameters()]
     for a, b in zip(ga, gb, strict=True):
         assert torch.allclose(a, b, atol=1e-3, rtol=1e-3)
+
+
+def _saved_bytes(fn):
+    total = [0]
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn().sum()
+    return total[0]
+
+
+def test_bdia_saves_fewer_activation_bytes_than_stored_graph():
+    from reprolab.methods.bdia.reversible import bdia_features, plain_features
+
+    blocks = _blocks(6, 16, 0)
+    x = torch.randn(4, 9, 16, requires_grad=True)
+    signs = [torch.tensor([1, -1, 1, -1]) for _ in blocks]
+    b = _saved_bytes(lambda: bdia_features(blocks, x, signs, 9))
+    p = _saved_bytes(lambda: plain_features(blocks, x, signs))
+    # two int64 states and five parity bits per element, against every block's graph
+    assert b == 4 * 9 * 16 * (2 * 8 + 5)
+    assert b < p / 3
