@@ -47,3 +47,14 @@ def test_pairwise_target_matches_loop():
         for i in range(6):
             ref = sum(f[types[b, i], types[b, j]] * w[types[b, j]] for j in range(6))
             assert abs(float(y[b, i] - ref)) < 1e-5
+
+
+def test_linear_sa_equals_xcxt_x_wv():
+    from reprolab.core.transformer import Attention
+
+    torch.manual_seed(3)
+    m = Attention(4, heads=1, kind="linear", bias=False).double()
+    X = torch.randn(6, 4, dtype=torch.double)
+    c = m.q.weight.T @ m.k.weight / 2.0  # 1/sqrt(head_dim) folded into C
+    wv = m.v.weight.T @ m.o.weight.T
+    torch.testing.assert_close(m(X[None])[0], (X @ c @ X.T) @ X @ wv)
