@@ -88,7 +88,11 @@ def tiny_params(params: dict, methods, ensloss: dict | None = None) -> dict:
     out = {**params, "profile": "smoke", "methods": kept}
     if "assets" in params:  # shared assets: only those the kept methods read
         wanted = {name for slug in methods for name in getattr(registry.get(slug), "assets", ())}
-        out["assets"] = {k: v for k, v in (params["assets"] or {}).items() if k in wanted}
+        assets = params["assets"] or {}
+        out["assets"] = {k: v for k, v in assets.items() if k in wanted}
+        if not out["assets"] and assets:  # dvc.yaml's assets@ foreach needs one entry
+            first = next(iter(assets))
+            out["assets"] = {first: assets[first]}
     return out
 
 

@@ -24,7 +24,7 @@ class RotationFusionConfig(MethodConfig):
     #: "seeds": two models from different seeds; "finetune": two fine-tunes of one base
     regimes: list[Regime] = Field(default=["seeds", "finetune"], min_length=1)
     #: model pairs per seed of the profile (a unit parameter ``pair``)
-    pairs_per_seed: int = Field(default=2, ge=1, le=10)
+    pairs_per_seed: int = Field(default=1, ge=1, le=10)
     #: patch side (must divide the image side: 28 for MNIST / Fashion-MNIST, 8 for digits)
     patch: int = Field(default=7, ge=1)
     dim: int = Field(default=32, ge=4)
@@ -42,7 +42,7 @@ class RotationFusionConfig(MethodConfig):
     #: fusion weight of the headline fusions (weight on model B)
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)
     #: weights of the interpolation sweep (every fusion, every precision)
-    alphas: list[float] = Field(default=[0.0, 0.25, 0.5, 0.75, 1.0], min_length=1)
+    alphas: list[float] = Field(default=[0.0, 0.5, 1.0], min_length=1)
     #: test rows of the logit-invariance check under a random per-head rotation
     invariance_rows: int = Field(default=256, ge=1)
 
