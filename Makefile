@@ -52,6 +52,10 @@ bench: venv
 	$(BIN)/python bench/bench_pipeline.py --out bench/results/latest.json
 	$(BIN)/python bench/bench_quant.py --out bench/results/quant.json
 	$(BIN)/python bench/bench_noop.py --out bench/results/noop.json
+	$(BIN)/python bench/bench_grokformer.py --out bench/results/grokformer.json
+	$(BIN)/python bench/bench_semiclipped.py --out bench/results/semiclipped.json
+	$(BIN)/python bench/bench_bdia.py --out bench/results/bdia.json
+	$(BIN)/python bench/bench_lift_gs.py
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv
