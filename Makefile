@@ -59,6 +59,7 @@ bench: venv
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv
+	@echo "MLflow UI: http://127.0.0.1:$${REPROLAB_UI_PORT:-5000}/#/experiments?workflowType=machine_learning"
 	set -a; source mlflow.env; set +a; \
 	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000}
 

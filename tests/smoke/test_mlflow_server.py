@@ -178,7 +178,7 @@ def recorded(rest: Rest, reproduced: Path) -> dict:
 def test_experiment_and_chain_with_stage_children(recorded):
     assert recorded["exp"]["name"] == "ensloss"
     assert recorded["exp"]["lifecycle_stage"] == "active"
-    # a model-training experiment: the UI opens on its runs table, not the GenAI overview
+    # a model-training experiment (MLflow 3's UI picks its pages by this tag)
     exp_tags = {t["key"]: t["value"] for t in recorded["exp"].get("tags", [])}
     assert exp_tags["mlflow.experimentKind"] == "custom_model_development"
     chain = recorded["chain"]

@@ -64,7 +64,7 @@ def test_repro_produces_every_output(reproduced):
     report = (reproduced / "data" / "reports" / "claims.md").read_text()
     for c in claims:
         assert f"| ensloss | {c['id']} | {c['precision']} |" in report
-    assert "#/experiments/" in report
+    assert "#/experiments/" in report and "?workflowType=machine_learning" in report
     assert "## Quantization: size, coverage, error and latency" in report
     assert "| ensloss | bitdgdm_w4a4 |" in report
 

@@ -34,6 +34,9 @@ CHAIN_END_STAGE = "evaluate"
 
 #: MLflow 3's experiment-type tag (its UI reads it to choose the experiment's start page)
 EXPERIMENT_KIND = "mlflow.experimentKind"
+#: query of every UI link: the run pages and runs tables of model training, not the GenAI
+#: overview MLflow 3 opens by default
+UI_WORKFLOW = "workflowType=machine_learning"
 
 
 class TrackingUnavailableError(RuntimeError):
@@ -161,8 +164,8 @@ class Tracker:
             return found.experiment_id
         artifacts = (self.root / ".mlflow" / "artifacts" / name).resolve().as_uri()
         try:
-            # model training, not GenAI: MLflow 3's UI then opens the experiment on its
-            # runs table (metrics, params, verdict tags as columns), not a traces overview
+            # model training, not GenAI (MLflow 3 reads the kind when it picks an
+            # experiment's page); links also carry ``?workflowType=machine_learning``
             return self.client.create_experiment(
                 name,
                 artifact_location=artifacts,
@@ -294,7 +297,7 @@ class Tracker:
             self.client.log_artifact(run_id, str(path), subdir)
 
     def run_url(self, run_id: str) -> str:
-        return f"#/experiments/{self.experiment_id}/runs/{run_id}"
+        return f"#/experiments/{self.experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
 def open_tracker(root: Path, experiment: str, stage: str, profile: str) -> Tracker:

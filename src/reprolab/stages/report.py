@@ -19,7 +19,7 @@ import pandas as pd
 from reprolab import config, registry
 from reprolab.contract import is_runtime_metric
 from reprolab.core import io
-from reprolab.core.tracking import load_env, log, open_tracker
+from reprolab.core.tracking import UI_WORKFLOW, load_env, log, open_tracker
 from reprolab.paths import MethodPaths, reports_dir
 
 COLUMNS = [
@@ -47,7 +47,7 @@ def run(root: Path) -> dict:
     stable = table[~table.timed.astype(bool)] if len(table) else table
     if not table.empty:
         table["run"] = [
-            f"{ui}/#/experiments/{e}/runs/{r}"
+            f"{ui}/#/experiments/{e}/runs/{r}?{UI_WORKFLOW}"
             for e, r in zip(table.experiment_id, table.run_id, strict=True)
         ]
     quant_table = collect_quantization(root, project.slugs)
