@@ -54,21 +54,42 @@ def claim(**kw) -> Claim:
     return Claim("c", "m beats b", "41/4/0", "paper", "acc", check)
 
 
-def test_reproduced_when_better_on_most_tasks():
-    res = claim().evaluate(table({"t1": 0.05, "t2": 0.04, "t3": 0.0}), "fp32", "paper")
+def test_reproduced_when_the_sign_test_over_tasks_says_so():
+    effects = {f"t{i}": 0.05 for i in range(5)}  # 5 better, 0 worse: p = 1/32
+    res = claim().evaluate(table(effects), "fp32", "paper")
     assert res["verdict"] == "reproduced"
-    assert (res["measured"]["better"], res["measured"]["tie"], res["measured"]["worse"]) == (
-        2,
-        1,
-        0,
-    )
-    assert res["measured"]["value"] == pytest.approx(0.03, abs=0.003)
+    m = res["measured"]
+    assert (m["better"], m["tie"], m["worse"]) == (5, 0, 0)
+    assert m["sign_test_p"] == pytest.approx(stats.binomtest(5, 5, 0.5, "greater").pvalue)
+    assert m["value"] == pytest.approx(0.05, abs=0.003)
 
 
-def test_not_reproduced_when_worse():
-    res = claim().evaluate(table({"t1": -0.05, "t2": -0.04, "t3": 0.05}), "fp32", "paper")
+def test_two_better_one_tie_is_not_enough():
+    # the old rule (more better than worse, not worse on a majority) said reproduced here
+    res = claim().evaluate(table({"t1": 0.05, "t2": 0.04, "t3": 0.0}), "fp32", "paper")
+    m = res["measured"]
+    assert (m["better"], m["tie"], m["worse"]) == (2, 1, 0)
+    assert res["verdict"] == "inconclusive" and m["sign_test_p"] == pytest.approx(0.25)
+
+
+def test_ties_do_not_carry_a_majority_against_the_pooled_mean():
+    # the example: 3 better / 12 tie / 2 worse with a negative pooled mean
+    effects = {f"b{i}": 0.01 for i in range(3)} | {f"w{i}": -0.08 for i in range(2)}
+    effects |= {f"t{i}": 0.0 for i in range(12)}
+    res = claim().evaluate(table(effects), "fp32", "paper")
+    m = res["measured"]
+    assert (m["better"], m["tie"], m["worse"]) == (3, 12, 2)
+    assert m["value"] < 0 and res["verdict"] == "inconclusive"
+
+
+def test_not_reproduced_when_worse_on_most_tasks():
+    effects = {f"t{i}": -0.05 for i in range(5)} | {"t9": 0.0}
+    res = claim().evaluate(table(effects), "fp32", "paper")
     assert res["verdict"] == "not_reproduced"
-    assert res["measured"]["worse"] == 2
+    assert res["measured"]["worse"] == 5
+    # 5 worse against 1 better is p = 7/64 > 0.05: not enough to say not reproduced
+    res = claim().evaluate(table(effects | {"t9": 0.05}), "fp32", "paper")
+    assert res["verdict"] == "inconclusive" and res["measured"]["better"] == 1
 
 
 def test_inconclusive_when_all_ties():
@@ -79,8 +100,72 @@ def test_inconclusive_when_all_ties():
 
 def test_lower_is_better_flips_the_sign():
     check = PairedMajority(method="m", baseline="b", higher_is_better=False)
-    verdict, measured = check.evaluate(table({"t1": 0.05, "t2": 0.05}), "acc")
-    assert verdict == "not_reproduced" and measured["worse"] == 2
+    verdict, measured = check.evaluate(table({f"t{i}": 0.05 for i in range(5)}), "acc")
+    assert verdict == "not_reproduced" and measured["worse"] == 5
+
+
+@pytest.mark.parametrize("wins,losses", [(0, 0), (3, 0), (5, 0), (7, 2), (2, 7), (10, 10)])
+def test_sign_test_matches_scipy_binomtest(wins, losses):
+    from reprolab.core.stats import sign_test
+
+    expected = 1.0 if wins + losses == 0 else stats.binomtest(wins, wins + losses).pvalue
+    if wins + losses:
+        expected = stats.binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue
+    assert sign_test(wins, losses) == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------- evidence rules
+
+
+def _threshold_claim(bound=0.5, effect=None) -> Claim:
+    from reprolab.core.claims import Threshold
+
+    return Claim("c", "m > bound", "0.9", "paper", "acc", Threshold("m", bound), effect)
+
+
+def test_two_seeds_never_give_a_decisive_verdict():
+    t = table({"t1": 0.1}, seeds=range(2))
+    res = _threshold_claim().evaluate(t, "fp32", "smoke")
+    m = res["measured"]
+    assert res["verdict"] == "inconclusive"
+    assert m["check_verdict"] == "reproduced" and m["rule"].startswith("n < 3")
+    res3 = _threshold_claim().evaluate(table({"t1": 0.1}, seeds=range(3)), "fp32", "smoke")
+    assert res3["verdict"] == "reproduced" and "rule" not in res3["measured"]
+
+
+def test_identical_replicates_are_flagged_not_decisive():
+    t = table({"t1": 0.1}, seeds=range(4))
+    t.loc[t.variant == "m", "value"] = 0.9  # four seeds, one value: the seed did nothing
+    res = _threshold_claim().evaluate(t, "fp32", "paper")
+    assert res["verdict"] == "inconclusive"
+    assert res["measured"]["flags"] == ["identical_replicates"]
+    assert res["measured"]["detectable"] == 0.0
+
+
+def test_one_seed_free_value_is_compared_exactly():
+    from reprolab.core.claims import apply_evidence_rules
+
+    verdict, m = apply_evidence_rules(
+        "reproduced", {"value": 2.0, "ci_low": 2.0, "ci_high": 2.0, "n": 1, "seed_free": True}
+    )
+    assert verdict == "reproduced" and "rule" not in m
+    verdict, m = apply_evidence_rules("reproduced", {"value": 2.0, "ci_low": 1, "ci_high": 3})
+    assert verdict == "inconclusive" and "no replicate count" in m["rule"]
+    verdict, m = apply_evidence_rules(
+        "not_reproduced", {"value": 0.0, "ci_low": -math.inf, "ci_high": math.inf, "n": 5}
+    )
+    assert verdict == "inconclusive" and m["rule"] == "unbounded interval"
+
+
+def test_underpowered_when_the_detectable_effect_exceeds_the_papers():
+    t = table({"t1": 0.0}, seeds=range(4), noise=0.05)
+    res = _threshold_claim(bound=0.8, effect=0.001).evaluate(t, "fp32", "paper")
+    m = res["measured"]
+    assert res["verdict"] != "reproduced"
+    assert m["detectable"] == pytest.approx((m["ci_high"] - m["ci_low"]) / 2)
+    assert "underpowered" in m["flags"] and m["paper_effect"] == 0.001
+    res = _threshold_claim(bound=0.8, effect=10.0).evaluate(t, "fp32", "paper")
+    assert "underpowered" not in res["measured"].get("flags", [])
 
 
 def test_best_baseline_is_chosen_on_the_validation_metric():

@@ -8,13 +8,14 @@ have it) and how we test it on the long metrics table the evaluate stage writes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pandas as pd
 
-from reprolab.core.stats import classify, interval, t_interval
+from reprolab.core.stats import classify, interval, sign_test, t_interval
 
 VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
 #: the columns of the long metrics table that are not unit parameters
@@ -166,9 +167,12 @@ class PairedMajority:
     mean ``select_metric`` (a validation metric, so test data never picks the opponent).
     Per task the difference (method - baseline, sign-flipped when lower is better) is
     'better' if its interval lies above ``margin``, 'worse' if below ``-margin``, else
-    'tie'. Verdict: reproduced when the method is better on more tasks than it is worse
-    and not worse on a majority; not reproduced when it is worse at least as often as
-    better (and worse somewhere); otherwise inconclusive.
+    'tie'. Verdict over tasks: a one-sided sign test of 'better' against 'worse' (ties
+    carry no sign; :func:`reprolab.core.stats.sign_test`). Reproduced when 'better'
+    outnumbers 'worse' at level ``alpha`` *and* the pooled mean difference over tasks is
+    positive; not reproduced when 'worse' outnumbers 'better' at that level and the
+    pooled mean is negative; otherwise inconclusive. So 3 better / 12 tie / 2 worse is
+    inconclusive, and the verdict never disagrees in sign with the pooled mean.
     """
 
     method: str
@@ -178,6 +182,7 @@ class PairedMajority:
     higher_is_better: bool = True
     margin: float = 0.0
     confidence: float = 0.95
+    alpha: float = 0.05
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
         pivot = paired(table, metric)
@@ -202,9 +207,11 @@ class PairedMajority:
         counts = {k: sum(p["outcome"] == k for p in per_task) for k in ("better", "tie", "worse")}
         n = len(per_task)
         overall = t_interval([p["mean"] for p in per_task], self.confidence)
-        if counts["better"] > counts["worse"] and counts["better"] + counts["tie"] > n / 2:
+        p_better = sign_test(counts["better"], counts["worse"])
+        p_worse = sign_test(counts["worse"], counts["better"])
+        if p_better <= self.alpha and overall.mean > 0:
             verdict = "reproduced"
-        elif counts["worse"] > 0 and counts["worse"] >= counts["better"]:
+        elif p_worse <= self.alpha and overall.mean < 0:
             verdict = "not_reproduced"
         else:
             verdict = "inconclusive"
@@ -212,10 +219,16 @@ class PairedMajority:
             "value": overall.mean,
             "ci_low": overall.low,
             "ci_high": overall.high,
+            "n": n,
             "n_tasks": n,
             "n_seeds": int(pivot.index.get_level_values("seed").nunique()),
             **counts,
-            "summary": f"{counts['better']} better / {counts['tie']} tie / {counts['worse']} worse",
+            "sign_test_p": p_better if overall.mean >= 0 else p_worse,
+            "summary": (
+                f"{counts['better']} better / {counts['tie']} tie / {counts['worse']} worse "
+                f"over {n} tasks (sign test p = {min(p_better, p_worse):.3g}); pooled mean "
+                f"difference {overall.mean:+.4g}"
+            ),
             "per_task": per_task,
         }
         return verdict, measured
@@ -404,14 +417,84 @@ class Trend:
         }
 
 
+#: the fewest independent replicates a decisive verdict may rest on
+MIN_REPLICATES = 3
+EVIDENCE_RULES = (
+    f"A decisive verdict (reproduced / not reproduced) needs at least {MIN_REPLICATES} "
+    "independent replicates of the quantity the check tests (seeds, or tasks for a check "
+    "over tasks) and a bounded interval of non-zero width; otherwise it is inconclusive, "
+    "with the reason. Seed-free (deterministic) quantities are compared exactly. Checks "
+    "over tasks decide by a one-sided sign test of better against worse tasks (ties carry "
+    "no sign, alpha 0.05) that must agree in sign with the pooled mean difference. "
+    "'detectable' is the interval's half-width: the smallest effect the test could have "
+    "seen; a miss where it exceeds the paper's effect is marked underpowered."
+)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+def apply_evidence_rules(
+    verdict: str, measured: dict[str, Any], paper_effect: float | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The evidence rules every check's verdict passes through (one place for every
+    method, core checks and method-specific ones alike; see :data:`EVIDENCE_RULES`).
+
+    Adds to ``measured``: ``detectable`` (the interval's half-width), ``check_verdict``
+    (what the check alone said, when a rule overrides it), ``rule`` (why), ``flags``
+    (``identical_replicates`` for a zero-width interval over several seeded values,
+    ``underpowered``)."""
+    measured = dict(measured)
+    low, high = measured.get("ci_low"), measured.get("ci_high")
+    n = measured.get("n", measured.get("n_tasks"))
+    seed_free = bool(measured.get("seed_free", False))
+    bounded = _finite(low) and _finite(high)
+    measured["detectable"] = (high - low) / 2 if bounded else math.inf
+    flags: list[str] = []
+    reason = ""
+    if seed_free and n in (None, 1):
+        pass  # one deterministic value by design: an exact comparison, no replicates
+    elif not isinstance(n, int):
+        reason = "the check reports no replicate count n"
+    elif n < MIN_REPLICATES:
+        reason = f"n < {MIN_REPLICATES} (n = {n})"
+    elif not bounded:
+        reason = "unbounded interval"
+    elif high - low <= 1e-12 * max(1.0, abs(low), abs(high)):
+        reason = f"zero-width interval: all {n} replicates identical"
+        if not seed_free:  # seeded replicates that agree exactly: look at the seed
+            flags.append("identical_replicates")
+    if reason and verdict in ("reproduced", "not_reproduced"):
+        measured["check_verdict"] = verdict
+        measured["rule"] = reason
+        verdict = "inconclusive"
+    if (
+        verdict != "reproduced"
+        and paper_effect is not None
+        and measured["detectable"] > abs(paper_effect)
+    ):
+        flags.append("underpowered")
+    if paper_effect is not None:
+        measured["paper_effect"] = paper_effect
+    if flags:
+        measured["flags"] = flags
+    return verdict, measured
+
+
 @dataclass(frozen=True)
 class Claim:
+    """A paper's claim as data. ``paper_effect``: the paper's effect as a number on the
+    scale of the check's value (e.g. +0.012 accuracy), when the paper states one; the
+    report sets it next to the smallest effect our test could detect."""
+
     id: str
     statement: str
     paper_value: str
     paper_setting: str
     metric: str
     check: Check
+    paper_effect: float | None = None
 
     @property
     def cross_precision(self) -> bool:
@@ -449,6 +532,7 @@ class Claim:
             }
         else:
             verdict, measured = self.check.evaluate(rows, self.metric)
+            verdict, measured = apply_evidence_rules(verdict, measured, self.paper_effect)
         return {
             "id": self.id,
             "statement": self.statement,

@@ -63,3 +63,13 @@ def classify(interval: Interval, margin: float = 0.0) -> str:
     if interval.high < -margin:
         return "worse"
     return "tie"
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """One-sided sign test: the probability of at least ``wins`` successes in
+    ``wins + losses`` fair coin flips (ties are dropped before calling). 1.0 when there
+    is nothing to test."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return float(sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n)

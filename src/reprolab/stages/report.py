@@ -33,6 +33,25 @@ COLUMNS = [
     "profile",
     "run",
 ]
+#: what each claim row carries besides COLUMNS (the CSV keeps CSV_EXTRA)
+CSV_EXTRA = [
+    "statement",
+    "paper_setting",
+    "n",
+    "detectable",
+    "paper_effect",
+    "check_verdict",
+    "rule",
+    "flags",
+    "detail",
+]
+EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed"]
+VERDICT_MEANING = {
+    "reproduced": "the interval lies wholly on the paper's side of the bound, with n >= 3",
+    "not_reproduced": "the interval lies wholly on the other side, with n >= 3",
+    "inconclusive": "the interval straddles the bound, or the evidence rules forbid a decisive"
+    " verdict (the reason is given)",
+}
 
 
 def run(root: Path) -> dict:
@@ -41,9 +60,7 @@ def run(root: Path) -> dict:
     out = reports_dir(root)
     load_env(root)  # REPROLAB_MLFLOW_UI (the address run links point to) is set there
     ui = os.environ.get("REPROLAB_MLFLOW_UI", "http://127.0.0.1:5000")
-    table = pd.DataFrame(
-        rows, columns=[*COLUMNS, "statement", "detail", "run_id", "experiment_id", "timed"]
-    )
+    table = pd.DataFrame(rows, columns=[*COLUMNS, *EXTRA])
     stable = table[~table.timed.astype(bool)] if len(table) else table
     if not table.empty:
         table["run"] = [
@@ -51,7 +68,10 @@ def run(root: Path) -> dict:
             for e, r in zip(table.experiment_id, table.run_id, strict=True)
         ]
     quant_table = collect_quantization(root, project.slugs)
-    markdown = to_markdown(table, figures, project.profile, out) + quant_markdown(quant_table)
+    overview = summarize(root, table, project)
+    markdown = to_markdown(table, figures, project.profile, out, overview) + quant_markdown(
+        quant_table
+    )
     out.mkdir(parents=True, exist_ok=True)
     # The CSVs and summary.json are the versioned results (dvc.yaml's outs): nothing in
     # them changes from run to run. claims.md/.html are views that add what does
@@ -60,11 +80,11 @@ def run(root: Path) -> dict:
         quant_table.drop(columns=["latency_ms", "latency"]).to_csv(tmp, index=False)
     with io.atomic_path(out / "claims.csv") as tmp:
         # claims on wall time are in the views only: their values differ on every run
-        stable[[c for c in COLUMNS if c != "run"] + ["statement", "detail"]].to_csv(
-            tmp, index=False
-        )
+        stable[[c for c in COLUMNS if c != "run"] + CSV_EXTRA].to_csv(tmp, index=False)
     io.write_text(out / "claims.md", markdown)
-    io.write_text(out / "claims.html", to_html(table, figures, out, quant_html(quant_table)))
+    io.write_text(
+        out / "claims.html", to_html(table, figures, out, quant_html(quant_table), overview)
+    )
     # summary.json is versioned too: verdicts of claims on wall time are left out of it
     counts = (
         stable[stable.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
@@ -109,19 +129,28 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
         results += io.read_json(timed) if timed.is_file() else []  # claims on wall time
         for c in results:
             m = c["measured"]
+            n = m.get("n", m.get("n_tasks"))
             rows.append(
                 [
                     slug,
                     c["id"],
                     c["precision"],
-                    f"{c['paper_value']} ({c['paper_setting']})",
+                    c["paper_value"],
                     _fmt(m["value"]),
                     f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
                     c["verdict"],
                     c["profile"],
                     "",
                     c["statement"],
+                    c["paper_setting"],
+                    "" if n is None else int(n),
+                    _magnitude(m.get("detectable")),
+                    _fmt(m.get("paper_effect")),
+                    m.get("check_verdict", ""),
+                    m.get("rule", ""),
+                    " ".join(m.get("flags", [])),
                     m.get("summary", ""),
+                    m.get("per_task", []),
                     ids.get("mlflow_run_id", ""),
                     ids.get("mlflow_experiment_id", ""),
                     is_runtime_metric(c["metric"]),
@@ -282,6 +311,13 @@ def _int(x) -> str:
     return "n/a" if x is None or pd.isna(x) else f"{int(x):,}"
 
 
+def _magnitude(x: float | None) -> str:
+    """An unsigned size (an interval's half-width): 'n/a', 'inf' or 4 significant digits."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return "inf" if math.isinf(x) else f"{x:.4g}"
+
+
 def _fmt(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"  # not measured (a claim that was not tested)
@@ -290,7 +326,98 @@ def _fmt(x: float) -> str:
     return f"{x:+.4f}" if abs(x) < 10 else f"{x:.4g}"
 
 
-def to_markdown(table: pd.DataFrame, figures: dict, profile: str, out: Path) -> str:
+def summarize(root: Path, table: pd.DataFrame, project) -> pd.DataFrame:
+    """One row per method: the answer first (verdict counts at fp32, verdicts that
+    change under quantization, compute time)."""
+    rows = []
+    for slug in dict.fromkeys(table.method) if len(table) else []:
+        claims = table[table.method == slug]
+        fp32 = claims[claims.precision == "fp32"]
+        by_id = fp32.set_index("claim").verdict.to_dict()
+        flips: dict[tuple[str, str, str], list[str]] = {}
+        for r in claims[claims.precision != "fp32"].itertuples():
+            if r.claim in by_id and r.verdict != by_id[r.claim]:
+                flips.setdefault((r.claim, by_id[r.claim], r.verdict), []).append(r.precision)
+        changed = [
+            f"{claim}: {old} -> {new} at {', '.join(schemes)}"
+            for (claim, old, new), schemes in sorted(flips.items())
+        ]
+        counts = fp32.verdict.value_counts()
+        rows.append(
+            {
+                "method": slug,
+                "title": registry.get(slug).title,
+                "profile": project.profile,
+                "seeds": ", ".join(map(str, project.seeds)),
+                "reproduced": int(counts.get("reproduced", 0)),
+                "not_reproduced": int(counts.get("not_reproduced", 0)),
+                "inconclusive": int(counts.get("inconclusive", 0)),
+                "changed": changed,
+                "compute_s": compute_seconds(root, slug),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def compute_seconds(root: Path, slug: str) -> float | None:
+    """Training, quantization and evaluation time of the method's latest run (from
+    data/runtime/), or None where a stage has not run here."""
+    runtime = MethodPaths(root, slug).runtime
+    if not (runtime / "train.json").is_file():
+        return None
+    units = io.read_json(runtime / "train.json").get("units", {}).values()
+    total = sum(u.get("train_seconds", 0.0) or 0.0 for u in units)
+    for name in ("quantize.json", "evaluate.json"):  # a method may not be quantized
+        if (runtime / name).is_file():
+            info = io.read_json(runtime / name)
+            total += info.get("wall_seconds", info.get("evaluate_seconds", 0.0)) or 0.0
+    return float(total)
+
+
+def _verdict_text(r) -> str:
+    """'inconclusive (n < 3 (n = 2); the check alone: reproduced)' etc."""
+    out = r.verdict
+    notes = []
+    if r.rule:
+        notes.append(f"{r.rule}; the check alone: {r.check_verdict}")
+    if r.flags:
+        notes.append(r.flags.replace("_", " "))
+    return out + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _ours(r) -> str:
+    n = "" if r.n == "" else f", n={r.n}"
+    return f"{r.measured} {r.interval}{n}"
+
+
+def _secs(x) -> str:
+    return "n/a" if x is None or pd.isna(x) else f"{x:.1f} s"
+
+
+def _per_task(per_task: list) -> str:
+    """'task vs baseline: better (+0.0300 [+0.0100, +0.0500], n=4); ...' (keys a check
+    does not record are left out)."""
+
+    def one(p: dict) -> str:
+        vs = f" vs {p['baseline']}" if "baseline" in p else ""
+        what = p.get("outcome", "")
+        value = p.get("mean", p.get("value"))
+        iv = (
+            f" [{_fmt(p['ci_low'])}, {_fmt(p['ci_high'])}]"
+            if "ci_low" in p and "ci_high" in p
+            else ""
+        )
+        n = f", n={p['n']}" if "n" in p else ""
+        return f"{p.get('task', '?')}{vs}: {what} ({_fmt(value)}{iv}{n})"
+
+    return "; ".join(one(p) for p in per_task)
+
+
+def to_markdown(
+    table: pd.DataFrame, figures: dict, profile: str, out: Path, overview: pd.DataFrame
+) -> str:
+    from reprolab.core.claims import EVIDENCE_RULES
+
     lines = [
         "# Claims: paper vs measured",
         "",
@@ -301,18 +428,54 @@ def to_markdown(table: pd.DataFrame, figures: dict, profile: str, out: Path) -> 
             else ""
         ),
         "",
-        "Measured value and 95% interval as each claim's check defines them (its method's"
-        " README says how); detail: the check's one-line summary, e.g. per-task paired"
-        " outcomes over seeds.",
+        "## Summary (fp32 verdicts)",
         "",
-        "| method | claim | precision | paper | measured | 95% interval | detail | verdict | profile | run |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| method | paper | profile | seeds | reproduced | not reproduced | inconclusive "
+        "| changes under quantization | compute |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in table.itertuples():
+    for r in overview.itertuples():
+        changed = "<br>".join(r.changed) or "none"
         lines.append(
-            f"| {r.method} | {r.claim} | {r.precision} | {r.paper} | {r.measured} | {r.interval} "
-            f"| {r.detail} | **{r.verdict}** | {r.profile} | [mlflow]({r.run}) |"
+            f"| [{r.method}](#claims-{r.method}) | {r.title} | {r.profile} | {r.seeds} "
+            f"| {r.reproduced} | {r.not_reproduced} | {r.inconclusive} | {changed} "
+            f"| {_secs(r.compute_s)} |"
         )
+    lines += [
+        "",
+        f"**Evidence rules.** {EVIDENCE_RULES}",
+        "",
+        "Verdicts: " + "; ".join(f"*{k}*: {v}" for k, v in VERDICT_MEANING.items()) + ".",
+        "",
+        "## Claims",
+        "",
+        "One line per claim and precision: ours is the measured value, its 95% interval and"
+        " n (the replicates the verdict rests on); detectable is the interval's half-width,"
+        " the smallest effect the test could see. The paper's setting is in the footnote.",
+        "",
+        "| method | claim | precision | the claim | paper | ours | detectable | verdict | run |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes: dict[str, str] = {}  # footnote key -> the paper's setting and the check
+    seen: set[str] = set()
+    for r in table.itertuples():
+        key = f"{r.method}-{r.claim}"
+        anchor = "" if r.method in seen else f'<a id="claims-{r.method}"></a>'
+        seen.add(r.method)
+        notes.setdefault(key, f"Paper: {r.paper_setting}. Check: {r.detail}")
+        extra = f" (paper effect {r.paper_effect})" if r.paper_effect != "n/a" else ""
+        lines.append(
+            f"| {anchor}{r.method} | {r.claim} | {r.precision} | {r.statement} "
+            f"| {r.paper}[^{key}] | {_ours(r)} | {r.detectable}{extra} "
+            f"| **{_verdict_text(r)}** | [mlflow]({r.run}) |"
+        )
+    majority = table[table.per_task.map(bool)] if len(table) else table
+    if len(majority):
+        lines += ["", "### Per-task outcomes of the checks over tasks", ""]
+        for r in majority.itertuples():
+            lines.append(f"- {r.method} {r.claim} [{r.precision}]: {_per_task(r.per_task)}")
+    lines.append("")
+    lines += [f"[^{k}]: {text}" for k, text in notes.items()]
     for title, paths in figures.items():
         if paths:
             lines += ["", f"## {title}", ""]
@@ -320,33 +483,83 @@ def to_markdown(table: pd.DataFrame, figures: dict, profile: str, out: Path) -> 
     return "\n".join(lines) + "\n"
 
 
-def to_html(table: pd.DataFrame, figures: dict, out: Path, quant: str = "") -> str:
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-    body = []
-    for r in table.itertuples():
-        cells = [
-            r.method,
-            r.claim,
-            r.precision,
-            r.paper,
-            r.measured,
-            r.interval,
-            f"<b>{r.verdict}</b>",
-            r.profile,
-        ]
-        tds = "".join(
-            f"<td>{c if c.startswith('<b>') else html.escape(str(c))}</td>" for c in cells
+def to_html(
+    table: pd.DataFrame,
+    figures: dict,
+    out: Path,
+    quant: str = "",
+    overview: pd.DataFrame | None = None,
+) -> str:
+    from reprolab.core.claims import EVIDENCE_RULES
+
+    esc = html.escape
+    summary_rows = []
+    for r in (overview if overview is not None else pd.DataFrame()).itertuples():
+        changed = "<br>".join(esc(c) for c in r.changed) or "none"
+        summary_rows.append(
+            f"<tr><td><a href='#claims-{esc(r.method)}'>{esc(r.method)}</a></td>"
+            f"<td>{esc(r.title)}</td><td>{esc(r.profile)}</td><td>{esc(r.seeds)}</td>"
+            f"<td class=reproduced>{r.reproduced}</td>"
+            f"<td class=not_reproduced>{r.not_reproduced}</td>"
+            f"<td class=inconclusive>{r.inconclusive}</td><td>{changed}</td>"
+            f"<td>{_secs(r.compute_s)}</td></tr>"
         )
-        body.append(f"<tr>{tds}<td><a href='{html.escape(r.run)}'>mlflow</a></td></tr>")
+    head = "".join(
+        f"<th>{c}</th>"
+        for c in (
+            "method",
+            "claim",
+            "precision",
+            "the claim",
+            "paper",
+            "ours (95% interval, n)",
+            "detectable",
+            "verdict",
+            "run",
+        )
+    )
+    body = []
+    seen = set()
+    for r in table.itertuples():
+        anchor = "" if r.method in seen else f" id='claims-{esc(r.method)}'"
+        seen.add(r.method)
+        details = f"<b>Paper's setting:</b> {esc(r.paper_setting)}<br><b>Check:</b> {esc(r.detail)}"
+        if r.per_task:
+            details += f"<br><b>Per task:</b> {esc(_per_task(r.per_task))}"
+        cells = [
+            f"<td{anchor}>{esc(r.method)}</td>",
+            f"<td>{esc(r.claim)}</td>",
+            f"<td>{esc(r.precision)}</td>",
+            f"<td>{esc(r.statement)}<details><summary>details</summary>{details}</details></td>",
+            f"<td>{esc(r.paper)}</td>",
+            f"<td>{esc(_ours(r))}</td>",
+            f"<td>{esc(r.detectable)}</td>",
+            f"<td class={esc(r.verdict)} title='{esc(VERDICT_MEANING.get(r.verdict, ''))}'>"
+            f"<b>{esc(_verdict_text(r))}</b></td>",
+            f"<td><a href='{esc(r.run)}'>mlflow</a></td>",
+        ]
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    legend = "".join(
+        f"<li><span class={k}>{k}</span>: {esc(v)}</li>" for k, v in VERDICT_MEANING.items()
+    )
     imgs = "".join(
-        f"<h2>{html.escape(t)}</h2>"
+        f"<h2>{esc(t)}</h2>"
         + "".join(f"<img src='{os.path.relpath(p, out)}' width=560>" for p in ps)
         for t, ps in figures.items()
         if ps
     )
     return (
         "<!doctype html><meta charset=utf-8><title>reprolab claims</title>"
-        "<style>td,th{border:1px solid #ccc;padding:4px}table{border-collapse:collapse}</style>"
-        f"<h1>Claims: paper vs measured</h1><table><tr>{head}</tr>{''.join(body)}</table>"
+        "<style>body{font-family:sans-serif;margin:1.5em}td,th{border:1px solid #ccc;"
+        "padding:4px;vertical-align:top}table{border-collapse:collapse}"
+        ".reproduced{background:#e3f4e3}.not_reproduced{background:#fbe3e3}"
+        ".inconclusive{background:#f3f3f3}details{font-size:90%;color:#444}</style>"
+        "<h1>Claims: paper vs measured</h1><h2>Summary (fp32 verdicts)</h2>"
+        "<table><tr><th>method</th><th>paper</th><th>profile</th><th>seeds</th>"
+        "<th>reproduced</th><th>not reproduced</th><th>inconclusive</th>"
+        "<th>changes under quantization</th><th>compute</th></tr>"
+        f"{''.join(summary_rows)}</table>"
+        f"<p><b>Evidence rules.</b> {esc(EVIDENCE_RULES)}</p><ul>{legend}</ul>"
+        f"<h2>Claims</h2><table><tr>{head}</tr>{''.join(body)}</table>"
         f"{quant}{imgs}"
     )

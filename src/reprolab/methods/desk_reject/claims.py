@@ -132,6 +132,7 @@ class Dilemma:
             "value": smallest,
             "ci_low": smallest,
             "ci_high": smallest,
+            "seed_free": True,
             "per_n": {str(n): [int(count[n]), total[n]] for n in sorted(count)},
             "summary": f"instances with no ideal rejection / enumerated: {detail}; "
             f"smallest n: {'none' if math.isnan(smallest) else int(smallest)}",
