@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 unexport PYTHONDONTWRITEBYTECODE
 export WARM_IMPORTS := from reprolab import worker; worker.preload(); import dvc.cli, dvc.repo, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
-.PHONY: venv run test test-slow bench ui data lint format prefect-server serve
+.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper
 
 venv: $(STAMP)
 $(STAMP): requirements.lock pyproject.toml
@@ -69,6 +69,15 @@ prefect-server: venv
 
 serve: venv
 	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
+
+# The paper profile of some methods in a fresh copy, results (report in the project's
+# format, claims, metrics, figures, run.json with date, commit, machine, seeds, wall
+# time) into docs/results/<slug>/. SEEDS=5,6,7 runs another seed set (stability check).
+METHODS ?=
+SEEDS ?=
+paper: venv
+	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=5,6,7]'; exit 2)
+	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS))
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
 data:

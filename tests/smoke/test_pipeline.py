@@ -89,8 +89,14 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
     proc = run(["dvc", "repro"], reproduced)
     assert "Data and pipelines are up to date" in proc.stdout
     assert "Running stage" not in proc.stdout
-    shown = run(["dvc", "metrics", "show", "--json"], reproduced).stdout
-    assert "claim_counts_fp32" in shown
+    shown = json.loads(run(["dvc", "metrics", "show", "--json"], reproduced).stdout)
+    files = next(iter(shown.values()))["data"]
+    head = files["data/eval/ensloss/headline.json"]["data"]
+    # one row per method, a few columns: verdict counts and the headline metric
+    assert set(head) == {"reproduced", "not_reproduced", "inconclusive", "headline"}
+    summary = json.loads((reproduced / "data/eval/ensloss/metrics.json").read_text())
+    assert head["headline"] == summary["variants"]["ensloss"]["fp32"]["test_acc"]
+    assert summary["headline_metric"] == "test_acc"
 
 
 def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):

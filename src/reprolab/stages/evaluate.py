@@ -3,7 +3,8 @@
 Outputs in data/eval/<slug>/ (DVC-versioned; identical when nothing changed):
 - metrics.csv   long table: task, variant, seed, <unit parameters>, precision, metric,
                 value (wall-clock measurements excluded, see below)
-- metrics.json  summary for `dvc metrics show`: per variant and precision, mean metrics;
+- headline.json what `dvc metrics show` prints: fp32 verdict counts, the headline metric
+- metrics.json  summary: per variant and precision, mean metrics;
                 size, coverage and layer error per precision; verdict counts
 - claims.json   one entry per claim and precision: paper's number, measured value with
                 its interval, verdict
@@ -82,6 +83,7 @@ def run(slug: str, root: Path) -> dict:
             table.to_csv(tmp, index=False)
         io.write_json(out / "claims.json", claims)
         io.write_json(out / "metrics.json", summary)
+        io.write_json(out / "headline.json", headline(ctx.spec, summary))
         with io.atomic_dir(out / "plots") as tmp:
             figures = hooks.plots(table, tmp, trained) if hasattr(hooks, "plots") else []
         log(f"evaluate@{slug}: {len(figures)} plots, {len(results)} claim results")
@@ -256,7 +258,22 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
         "quantized_minus_fp32": quality,
         "claims": verdicts,
         "claim_counts_fp32": counts,
+        "headline_metric": ctx.spec.metrics[0] if ctx.spec.metrics else None,
     }
+
+
+def headline(spec, summary: dict) -> dict:
+    """What `dvc metrics show` prints for the method (one row per method, the same few
+    columns for every method, so it fits a screen and diffs between experiments): the
+    fp32 verdict counts and the method variant's first headline metric at fp32 (named
+    in metrics.json's ``headline_metric``; every other number lives in metrics.json)."""
+    out: dict = dict(summary["claim_counts_fp32"])
+    method = next((v.name for v in spec.variants if v.is_method), None)
+    metric = spec.metrics[0] if spec.metrics else None
+    value = summary["variants"].get(method, {}).get("fp32", {}).get(metric) if metric else None
+    if value is not None:
+        out["headline"] = value
+    return out
 
 
 def _means(table: pd.DataFrame) -> dict:

@@ -68,7 +68,7 @@ def run(root: Path) -> dict:
             for e, r in zip(table.experiment_id, table.run_id, strict=True)
         ]
     quant_table = collect_quantization(root, project.slugs)
-    overview = summarize(root, table, project)
+    overview = summarize(root, table, project.profile, project.seeds)
     markdown = to_markdown(table, figures, project.profile, out, overview) + quant_markdown(
         quant_table
     )
@@ -326,7 +326,26 @@ def _fmt(x: float) -> str:
     return f"{x:+.4f}" if abs(x) < 10 else f"{x:.4g}"
 
 
-def summarize(root: Path, table: pd.DataFrame, project) -> pd.DataFrame:
+def write_views(root: Path, slugs: list[str], out: Path) -> None:
+    """claims.md and claims.html for ``slugs`` of the project at ``root`` into ``out``,
+    without run links (for results kept outside the project, e.g. docs/results by
+    scripts/paper.py); figures are read from ``out/plots`` when that folder exists."""
+    project = config.load(root / "params.yaml")
+    rows, figures = collect(root, slugs)
+    table = pd.DataFrame(rows, columns=[*COLUMNS, *EXTRA])
+    if (out / "plots").is_dir():
+        figures = {title: sorted((out / "plots").glob("*.png")) for title in figures}
+    quant_table = collect_quantization(root, slugs)
+    overview = summarize(root, table, project.profile, project.seeds)
+    markdown = to_markdown(table, figures, project.profile, out, overview, links=False)
+    io.write_text(out / "claims.md", markdown + quant_markdown(quant_table))
+    html_view = to_html(table, figures, out, quant_html(quant_table), overview, links=False)
+    io.write_text(out / "claims.html", html_view)
+
+
+def summarize(
+    root: Path, table: pd.DataFrame, profile: str, seeds: tuple[int, ...]
+) -> pd.DataFrame:
     """One row per method: the answer first (verdict counts at fp32, verdicts that
     change under quantization, compute time)."""
     rows = []
@@ -347,8 +366,8 @@ def summarize(root: Path, table: pd.DataFrame, project) -> pd.DataFrame:
             {
                 "method": slug,
                 "title": registry.get(slug).title,
-                "profile": project.profile,
-                "seeds": ", ".join(map(str, project.seeds)),
+                "profile": profile,
+                "seeds": ", ".join(map(str, seeds)),
                 "reproduced": int(counts.get("reproduced", 0)),
                 "not_reproduced": int(counts.get("not_reproduced", 0)),
                 "inconclusive": int(counts.get("inconclusive", 0)),
@@ -414,7 +433,12 @@ def _per_task(per_task: list) -> str:
 
 
 def to_markdown(
-    table: pd.DataFrame, figures: dict, profile: str, out: Path, overview: pd.DataFrame
+    table: pd.DataFrame,
+    figures: dict,
+    profile: str,
+    out: Path,
+    overview: pd.DataFrame,
+    links: bool = True,
 ) -> str:
     from reprolab.core.claims import EVIDENCE_RULES
 
@@ -453,8 +477,9 @@ def to_markdown(
         " n (the replicates the verdict rests on); detectable is the interval's half-width,"
         " the smallest effect the test could see. The paper's setting is in the footnote.",
         "",
-        "| method | claim | precision | the claim | paper | ours | detectable | verdict | run |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| method | claim | precision | the claim | paper | ours | detectable | verdict |"
+        + (" run |" if links else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if links else ""),
     ]
     notes: dict[str, str] = {}  # footnote key -> the paper's setting and the check
     seen: set[str] = set()
@@ -465,9 +490,9 @@ def to_markdown(
         notes.setdefault(key, f"Paper: {r.paper_setting}. Check: {r.detail}")
         extra = f" (paper effect {r.paper_effect})" if r.paper_effect != "n/a" else ""
         lines.append(
-            f"| {anchor}{r.method} | {r.claim} | {r.precision} | {r.statement} "
+            f"| {r.method} | {r.claim} | {r.precision} | {anchor}{r.statement} "
             f"| {r.paper}[^{key}] | {_ours(r)} | {r.detectable}{extra} "
-            f"| **{_verdict_text(r)}** | [mlflow]({r.run}) |"
+            f"| **{_verdict_text(r)}** |" + (f" [mlflow]({r.run}) |" if links else "")
         )
     majority = table[table.per_task.map(bool)] if len(table) else table
     if len(majority):
@@ -489,6 +514,7 @@ def to_html(
     out: Path,
     quant: str = "",
     overview: pd.DataFrame | None = None,
+    links: bool = True,
 ) -> str:
     from reprolab.core.claims import EVIDENCE_RULES
 
@@ -515,7 +541,7 @@ def to_html(
             "ours (95% interval, n)",
             "detectable",
             "verdict",
-            "run",
+            *(["run"] if links else []),
         )
     )
     body = []
@@ -536,7 +562,7 @@ def to_html(
             f"<td>{esc(r.detectable)}</td>",
             f"<td class={esc(r.verdict)} title='{esc(VERDICT_MEANING.get(r.verdict, ''))}'>"
             f"<b>{esc(_verdict_text(r))}</b></td>",
-            f"<td><a href='{esc(r.run)}'>mlflow</a></td>",
+            *([f"<td><a href='{esc(r.run)}'>mlflow</a></td>"] if links else []),
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
     legend = "".join(

@@ -1,0 +1,181 @@
+"""Run the paper profile of some methods and commit-ready results into docs/results/.
+
+    make paper METHODS="ensloss cplearn"            # seeds from params.yaml (seeds.paper)
+    make paper METHODS=ensloss SEEDS=5,6,7,8,9       # another seed set (stability check)
+
+What it does, in a fresh copy of the project (tracked and new files, no data/):
+
+1. params.yaml cut down to METHODS (their own sections kept), ``profile: paper``, the
+   shared assets those methods read, and the seed set if SEEDS is given;
+2. ``python -m reprolab check`` there, so bad params fail before any compute;
+3. ``dvc repro`` there (the same stages as ``make run``; Fashion-MNIST is linked in from
+   this checkout's data/raw when the images asset needs it, see ``make data``);
+4. per method, into ``docs/results/<slug>/`` (``<slug>/seeds-<..>/`` with SEEDS): the
+   claims report in the project's format (``claims.md``, ``claims.html`` with its
+   figures), ``claims.json``, ``metrics.json``, the figures, and ``run.json`` with the
+   date, commit, machine, seeds and wall time. Nothing is written there unless the run
+   succeeded; a method's previous results are replaced as a whole.
+
+The copy is kept under ``--work`` (default: a temporary folder) for inspection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] paper: {msg}", flush=True)
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def paper_params(params: dict, methods: list[str], seeds: list[int] | None) -> dict:
+    """params.yaml cut to ``methods`` at the paper profile (and ``seeds``, if given)."""
+    from reprolab import registry
+
+    sections = params.get("methods") or {}
+    missing = [m for m in methods if m not in sections]
+    if missing:
+        raise SystemExit(
+            f"paper: {', '.join(missing)} not under methods: in params.yaml "
+            f"(there: {', '.join(sections)})"
+        )
+    out = {**params, "profile": "paper", "methods": {m: sections[m] for m in methods}}
+    if seeds is not None:
+        out["seeds"] = {**params["seeds"], "paper": seeds}
+    wanted = {a for m in methods for a in registry.get(m).assets}
+    assets = params.get("assets") or {}
+    kept = {k: v for k, v in assets.items() if k in wanted}
+    if not kept and assets:  # dvc.yaml's assets@ foreach needs one entry
+        first = next(iter(assets))
+        kept = {first: assets[first]}
+    out["assets"] = kept
+    return out
+
+
+def copy_project(dest: Path, params: dict) -> None:
+    files = git("ls-files", "-co", "--exclude-standard", "-z").split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file() and not rel.startswith("data/"):
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    (dest / "dvc.lock").unlink(missing_ok=True)
+    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    raw = ROOT / "data" / "raw"
+    (dest / "data").mkdir(exist_ok=True)
+    if raw.is_dir():  # Fashion-MNIST from `make data`: read-only input, linked not copied
+        (dest / "data" / "raw").symlink_to(raw.resolve())
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "reprolab",
+        "GIT_AUTHOR_EMAIL": "reprolab@localhost",
+        "GIT_COMMITTER_NAME": "reprolab",
+        "GIT_COMMITTER_EMAIL": "reprolab@localhost",
+    }
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "paper profile"]):
+        subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True, env=env)
+
+
+def machine() -> dict:
+    import torch
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+
+
+def collect(work: Path, slug: str, dest: Path, info: dict) -> None:
+    """The method's results and its own report (same format as data/reports) -> dest."""
+    from reprolab.stages import report
+
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "plots").mkdir(parents=True)
+    ev = work / "data" / "eval" / slug
+    for name in ("claims.json", "metrics.json", "metrics.csv"):
+        shutil.copy2(ev / name, tmp / name)
+    for png in sorted((ev / "plots").glob("*.png")):
+        shutil.copy2(png, tmp / "plots" / png.name)
+    report.write_views(work, [slug], tmp)
+    (tmp / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("methods", nargs="+", help="method slugs (see `python -m reprolab list`)")
+    parser.add_argument("--seeds", help="comma-separated seed set replacing seeds.paper")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    parser.add_argument("--work", type=Path, help="where the copy is run (default: temp)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    except ValueError:
+        parser.error(f"--seeds: expected integers separated by commas, got {args.seeds!r}")
+    params = paper_params(yaml.safe_load((ROOT / "params.yaml").read_text()), args.methods, seeds)
+    work = args.work or Path(tempfile.mkdtemp(prefix="reprolab-paper-"))
+    if work.exists() and any(work.iterdir()):
+        parser.error(f"--work {work} is not empty")
+    work.mkdir(parents=True, exist_ok=True)
+    copy_project(work, params)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    log(f"{', '.join(args.methods)} at the paper profile in {work}")
+    subprocess.run([sys.executable, "-m", "reprolab", "check"], cwd=work, env=env, check=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        log(f"dvc repro failed after {wall:.0f} s; nothing written to {args.out} (copy: {work})")
+        return proc.returncode
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain"))
+    used = params["seeds"]["paper"]
+    for slug in args.methods:
+        dest = args.out / slug / (f"seeds-{'-'.join(map(str, used))}" if seeds else "")
+        info = {
+            "method": slug,
+            "profile": "paper",
+            "seeds": used,
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "commit": commit,
+            "dirty": dirty,
+            "machine": machine(),
+            "dvc_repro_seconds_all_methods": round(wall, 1),
+            "methods_in_run": args.methods,
+        }
+        collect(work, slug, dest, info)
+        log(f"{slug}: results in {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

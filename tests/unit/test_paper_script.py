@@ -1,0 +1,45 @@
+"""scripts/paper.py: the params it runs the paper profile with (no compute here)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("paper_script", ROOT / "scripts/paper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _params() -> dict:
+    return yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def test_paper_params_keep_the_methods_sections_and_switch_the_profile():
+    params = _params()
+    out = _script().paper_params(params, ["ensloss", "dp_noise"], None)
+    assert out["profile"] == "paper"
+    assert list(out["methods"]) == ["ensloss", "dp_noise"]
+    assert out["methods"]["ensloss"] == params["methods"]["ensloss"]
+    assert out["seeds"] == params["seeds"]
+    # ensloss reads the images asset; no other asset is built
+    assert list(out["assets"]) == ["images"]
+
+
+def test_a_seed_set_replaces_only_the_paper_seeds():
+    params = _params()
+    out = _script().paper_params(params, ["dp_noise"], [5, 6, 7])
+    assert out["seeds"]["paper"] == [5, 6, 7]
+    assert out["seeds"]["smoke"] == params["seeds"]["smoke"]
+
+
+def test_an_unknown_method_is_named_before_any_compute():
+    with pytest.raises(SystemExit, match="nosuchmethod"):
+        _script().paper_params(_params(), ["nosuchmethod"], None)
