@@ -337,9 +337,12 @@ def _check(claim_id: str):
 
 def test_grows_with_beta_verdicts():
     check = _check("bias_grows_with_beta")
-    up = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(3)})
+    # five seeds, each rising with beta: a sign test of 5/5 (p = 1/32) decides
+    up = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(5)})
     assert check.evaluate(up, "plateau_mse")[0] == "reproduced"
-    down = _table({(b, s): -b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(3)})
+    three = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(3)})
+    assert check.evaluate(three, "plateau_mse")[0] == "inconclusive"  # p = 1/8
+    down = _table({(b, s): -b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(5)})
     verdict, measured = check.evaluate(down, "plateau_mse")
     assert verdict == "not_reproduced" and measured["value"] == -1.0
     mixed = _table({(0.0, 0): 1, (0.5, 0): 2, (0.0, 1): 2, (0.5, 1): 1})

@@ -287,10 +287,45 @@ def test_trend_spearman_within_settings():
     assert measured["value"] == pytest.approx(5 / 6)
     assert measured["ci_low"] == pytest.approx(5 / 6 - half)
     assert measured["ci_low"] == pytest.approx(0.1162, abs=1e-4)  # above 0
-    assert measured["n"] == 3 and verdict == "reproduced"
     assert measured["mean_gap_largest_minus_smallest"] == pytest.approx((0.2 + 0.1 + 0.5) / 3)
-    verdict, _ = Trend("m", "beta", increasing=False).evaluate(table, "plateau")
-    assert verdict == "not_reproduced"
+    # the verdict is the sign test: 3 of 3 positive is p = 1/8, not enough
+    assert measured["n"] == 3 and measured["sign_test_p"] == pytest.approx(1 / 8)
+    assert verdict == "inconclusive"
+
+
+def test_trend_saturated_rank_correlations_decide_by_sign():
+    from reprolab.core.claims import Claim, Trend
+
+    # five seeds, each a perfectly monotone curve: every rho is exactly 1 (zero width)
+    rows = [
+        (f"b{b}", "m", seed, float(b), "fp32", "plateau", 0.1 * b + 0.01 * seed)
+        for seed in range(5)
+        for b in range(3)
+    ]
+    table = _long(rows, ["beta"])
+    claim = Claim("t", "grows", "-", "-", "plateau", Trend("m", "beta"))
+    res = claim.evaluate(table, "fp32", "paper")
+    m = res["measured"]
+    assert m["ci_low"] == m["ci_high"] == 1.0 and m["sign_test_p"] == pytest.approx(1 / 32)
+    assert res["verdict"] == "reproduced" and "rule" not in m
+    wrong = Claim("t", "falls", "-", "-", "plateau", Trend("m", "beta", increasing=False))
+    assert wrong.evaluate(table, "fp32", "paper")["verdict"] == "not_reproduced"
+
+
+def test_a_deterministic_threshold_compares_one_value():
+    from reprolab.core.claims import Claim, Threshold
+
+    rows = [("t", "m", seed, "fp32", "bytes_ratio", 3.1) for seed in range(4)]
+    claim = Claim("mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8))
+    assert claim.evaluate(_long(rows), "fp32", "paper")["verdict"] == "inconclusive"
+    exact = Claim(
+        "mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8, True, 0.95, True)
+    )
+    res = exact.evaluate(_long(rows), "fp32", "paper")
+    assert res["verdict"] == "reproduced" and res["measured"]["n"] == 1
+    rows[0] = ("t", "m", 0, "fp32", "bytes_ratio", 3.2)  # not deterministic after all
+    with pytest.raises(ValueError, match="declared deterministic"):
+        exact.evaluate(_long(rows), "fp32", "paper")
 
 
 def test_trend_one_seed_free_group_is_exact():

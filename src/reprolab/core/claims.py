@@ -103,6 +103,10 @@ class Threshold:
     bound: float
     higher_is_better: bool = True
     confidence: float = 0.95
+    #: the quantity does not depend on the seed by construction (a model's byte count):
+    #: when every replicate agrees it is compared exactly, as a seed-free value; when
+    #: they differ, the declaration is wrong and the check raises
+    deterministic: bool = False
 
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
@@ -112,7 +116,15 @@ class Threshold:
         if rows.empty:
             raise ValueError(f"no {metric!r} values for {self.variant}")
         seed_free = is_seed_free(rows)
-        iv = interval(rows.value.to_numpy(), seed_free, self.confidence)
+        values = rows.value.to_numpy()
+        if self.deterministic:
+            if values.max() - values.min() > 1e-9 * max(1.0, abs(values).max()):
+                raise ValueError(
+                    f"{metric!r} of {self.variant} is declared deterministic but varies "
+                    f"over units ({values.min():.6g} .. {values.max():.6g})"
+                )
+            values, seed_free = values[:1], True
+        iv = interval(values, seed_free, self.confidence)
         op = ">" if self.higher_is_better else "<"
         how = "seed-free, exact" if seed_free and iv.n == 1 else f"n={iv.n}"
         return _side(iv.low, iv.high, self.bound, self.higher_is_better), {
@@ -223,6 +235,7 @@ class PairedMajority:
             "n_tasks": n,
             "n_seeds": int(pivot.index.get_level_values("seed").nunique()),
             **counts,
+            "test": "sign",
             "sign_test_p": p_better if overall.mean >= 0 else p_worse,
             "summary": (
                 f"{counts['better']} better / {counts['tie']} tie / {counts['worse']} worse "
@@ -364,16 +377,22 @@ class Where:
 class Trend:
     """``metric`` of ``variant`` rises (``increasing``) or falls with the unit parameter
     ``param`` within every setting of the other parameters: per group (seed and every
-    other parameter column), the Spearman correlation of the metric with ``param``;
-    reproduced when the interval of the mean correlation over groups lies on the claimed
-    side of 0, not reproduced when on the other side, else inconclusive. Groups with one
+    other parameter column), the Spearman correlation of the metric with ``param``.
+    Groups with one
     value of ``param``, or a constant metric (no rank correlation), do not count. One
-    seed-free group is compared exactly."""
+    seed-free group is compared exactly.
+
+    Verdict: a one-sided sign test of the groups' signs at ``alpha`` that must agree
+    with the mean rho (reproduced on the claimed side, not reproduced on the other,
+    else inconclusive). Rank correlations saturate (every group can give exactly
+    rho = 1, a zero-width interval), so the interval of the mean rho is reported, not
+    used."""
 
     variant: str
     param: str
     increasing: bool = True
     confidence: float = 0.95
+    alpha: float = 0.05
 
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
@@ -400,18 +419,35 @@ class Trend:
         if not rhos:
             return _not_tested(f"{metric} constant within every setting: no trend to test")
         iv = interval(rhos, seed_free, self.confidence)
-        low, high = (iv.low, iv.high) if self.increasing else (-iv.high, -iv.low)
-        verdict = "reproduced" if low > 0 else "not_reproduced" if high < 0 else "inconclusive"
         gap = sum(gaps) / len(gaps)
+        sign = 1.0 if self.increasing else -1.0
+        agree = sum(sign * r > 0 for r in rhos)
+        disagree = sum(sign * r < 0 for r in rhos)
+        if seed_free and iv.n == 1:  # one deterministic group: its rho decides exactly
+            verdict = "reproduced" if agree else "not_reproduced" if disagree else "inconclusive"
+            p = math.nan
+        else:  # rank correlations saturate at +-1: decide by their signs, not their spread
+            p_agree, p_disagree = sign_test(agree, disagree), sign_test(disagree, agree)
+            p = p_agree if agree >= disagree else p_disagree
+            if p_agree <= self.alpha and sign * iv.mean > 0:
+                verdict = "reproduced"
+            elif p_disagree <= self.alpha and sign * iv.mean < 0:
+                verdict = "not_reproduced"
+            else:
+                verdict = "inconclusive"
         return verdict, {
             "value": iv.mean,
             "ci_low": iv.low,
             "ci_high": iv.high,
             "n": iv.n,
+            "seed_free": seed_free and iv.n == 1,
+            "test": "sign",
+            "sign_test_p": p,
             "mean_gap_largest_minus_smallest": gap,
             "summary": (
                 f"Spearman({self.param}, {self.variant} {metric}) = {iv.mean:.3g} over "
-                f"{iv.n} groups (claim: {'>' if self.increasing else '<'} 0); largest - "
+                f"{iv.n} groups, {agree} with the claimed sign / {disagree} against (sign "
+                f"test p = {p:.3g}; claim: {'>' if self.increasing else '<'} 0); largest - "
                 f"smallest {self.param}: {gap:.3g}"
             ),
         }
@@ -424,8 +460,9 @@ EVIDENCE_RULES = (
     "independent replicates of the quantity the check tests (seeds, or tasks for a check "
     "over tasks) and a bounded interval of non-zero width; otherwise it is inconclusive, "
     "with the reason. Seed-free (deterministic) quantities are compared exactly. Checks "
-    "over tasks decide by a one-sided sign test of better against worse tasks (ties carry "
-    "no sign, alpha 0.05) that must agree in sign with the pooled mean difference. "
+    "over tasks (and trends over groups) decide by a one-sided sign test of better "
+    "against worse tasks (ties carry no sign, alpha 0.05) that must agree in sign with "
+    "the pooled mean. "
     "'detectable' is the interval's half-width: the smallest effect the test could have "
     "seen; a miss where it exceeds the paper's effect is marked underpowered."
 )
@@ -459,6 +496,8 @@ def apply_evidence_rules(
         reason = "the check reports no replicate count n"
     elif n < MIN_REPLICATES:
         reason = f"n < {MIN_REPLICATES} (n = {n})"
+    elif measured.get("test") == "sign":
+        pass  # decided by the signs of n replicates; the interval is shown, not used
     elif not bounded:
         reason = "unbounded interval"
     elif high - low <= 1e-12 * max(1.0, abs(low), abs(high)):
