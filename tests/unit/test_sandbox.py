@@ -87,6 +87,15 @@ def test_tests_that_do_not_parse_are_the_callers_error():
         "import sys\nsys.exit(0)",
         "print('passed')\nimport os\nos._exit(0)",
         "import os\nos.closerange(3, 4096)",  # the verdict pipe among them
+        # forged status lines on every open descriptor, then an early exit
+        "import os\n"
+        "for fd in range(3, 64):\n"
+        "    for line in (b'0 verdict passed\\n', b'0 isolation forged\\n', b'verdict passed\\n'):\n"
+        "        try:\n"
+        "            os.write(fd, line)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "os._exit(0)",
     ],
 )
 def test_ending_before_the_tests_is_not_a_pass(code):
@@ -215,6 +224,33 @@ def test_writes_outside_the_temp_directory_fail(tmp_path):
     assert tracked.read_text() == "original\n"
     assert sorted(p.name for p in project.iterdir()) == ["tracked.py"]
     assert not outside_tmp.exists()
+
+
+def test_reads_outside_the_interpreter_and_system_files_fail(tmp_path):
+    secret = tmp_path / "credentials"
+    secret.write_text("token\n")
+    secret.chmod(0o644)
+    probe = (
+        "import json\n"
+        "def attempt(path):\n"
+        "    try:\n"
+        "        open(path).read()\n"
+        "        return 'read'\n"
+        "    except PermissionError:\n"
+        "        return 'denied'\n"
+        "print(json.dumps({\n"
+        f"    'project': attempt({__file__!r}),\n"
+        f"    'parent_tmp': attempt({str(secret)!r}),\n"
+        "    'stdlib': attempt(json.__file__),\n"
+        "}))\n"
+    )
+    result = run(probe)
+    assert result.status == "passed", result.error
+    assert json.loads(result.stdout) == {
+        "project": "denied",
+        "parent_tmp": "denied",
+        "stdlib": "read",  # programs still import the standard library
+    }
 
 
 def test_the_temp_directory_is_removed_even_when_locked():

@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import marshal
+import math
 import os
 import secrets
 import selectors
@@ -124,10 +125,14 @@ null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
 status_fd = req["status_fd"]
+if req["uid"] is not None:  # started as root: become the sandbox user for good
+    os.setgroups([])
+    os.setgid(req["gid"])
+    os.setuid(req["uid"])
 
-def report(*words):
+def report(*words):  # every line carries the nonce: the program cannot forge one
     line = " ".join(str(w).replace("\\", "\\\\").replace("\n", "\\n") for w in words)
-    os.write(status_fd, (line + "\n").encode("utf-8", "replace"))
+    os.write(status_fd, (nonce + " " + line + "\n").encode("utf-8", "replace"))
 
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -161,8 +166,10 @@ for res, soft, hard in (
 ):
     resource.setrlimit(res, (soft, hard))
 
-# Landlock: handle every access right the kernel knows, then allow reading and executing
-# everything, everything inside the working directory, and reading/writing /dev/null.
+# Landlock: handle every access right the kernel knows, then allow everything inside the
+# working directory, reading/writing /dev/null, and reading and executing only the
+# interpreter's own files and the system's programs and libraries (not /etc, /proc,
+# /home, /root, /tmp or the project).
 abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, VERSION)
 if abi < 1:
     report("isolation", "landlock", os.strerror(ctypes.get_errno()))
@@ -181,7 +188,12 @@ class PathBeneath(ctypes.Structure):
 
 READ = (1 << 0) | (1 << 2) | (1 << 3)  # EXECUTE | READ_FILE | READ_DIR
 FILE_RW = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)  # WRITE, READ, TRUNCATE
-for path, allowed in (("/", READ), (req["cwd"], handled_fs), (os.devnull, FILE_RW)):
+READ_FILE = (1 << 2)
+system = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin")
+python = (*sys.path, os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)))
+rules = [(p, READ) for p in dict.fromkeys(system + python) if p and os.path.isdir(p)]
+rules += [(req["cwd"], handled_fs), (os.devnull, FILE_RW), ("/dev/urandom", READ_FILE)]
+for path, allowed in rules:
     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     rule = PathBeneath(allowed & handled_fs, fd)
     check(libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0), "landlock_add_rule " + path)
@@ -216,7 +228,7 @@ del req
 try:
     program = compile(code, "<program>", "exec")
 except BaseException as exc:  # SyntaxError, ValueError (NUL bytes), RecursionError ...
-    report(nonce, "syntax_error", type(exc).__name__ + ": " + str(exc))
+    report("verdict", "syntax_error", type(exc).__name__ + ": " + str(exc))
     os._exit(0)
 checks = compile(tests, "<tests>", "exec")
 namespace = {"__name__": "__main__", "__builtins__": __builtins__}
@@ -239,7 +251,7 @@ try:
     sys.stderr.flush()
 except BaseException:
     pass
-report(nonce, verdict, message)
+report("verdict", verdict, message)
 os._exit(0)
 """
 
@@ -335,19 +347,19 @@ def run_program(
     except SyntaxError as exc:
         raise ValueError(f"the tests do not compile: {exc}") from exc
     python = python or sandbox_python()
-    user = _user_args()
+    switch = os.geteuid() == 0
     cwd = tempfile.mkdtemp(prefix="reprolab-sandbox-")
     try:
-        if user:
+        if switch:
             os.chown(cwd, SANDBOX_UID, SANDBOX_GID)
-        return _run(code, tests, limits, python, user, cwd)
+        return _run(code, tests, limits, python, switch, cwd)
     finally:
         _remove_tree(cwd)
 
 
-def _run(code: str, tests: str, limits: Limits, python: str, user: dict, cwd: str) -> Result:
+def _run(code: str, tests: str, limits: Limits, python: str, switch: bool, cwd: str) -> Result:
     nonce = secrets.token_hex(16)
-    cpu = int(limits.cpu_s if limits.cpu_s is not None else limits.timeout_s + 0.999)
+    cpu = math.ceil(limits.cpu_s if limits.cpu_s is not None else limits.timeout_s)
     status_r, status_w = os.pipe()
     request = {
         "nonce": nonce,
@@ -355,8 +367,10 @@ def _run(code: str, tests: str, limits: Limits, python: str, user: dict, cwd: st
         "tests": tests,
         "cwd": cwd,
         "status_fd": status_w,
+        "uid": SANDBOX_UID if switch else None,
+        "gid": SANDBOX_GID if switch else None,
         "limits": {
-            "cpu": max(cpu, 1),
+            "cpu": cpu,
             "as": limits.memory_mb << 20,
             "fsize": limits.file_mb << 20,
             "nofile": limits.max_files,
@@ -366,6 +380,8 @@ def _run(code: str, tests: str, limits: Limits, python: str, user: dict, cwd: st
     }
     t0 = time.perf_counter()
     try:
+        # The runner switches to the sandbox user itself: Popen's user=/group= would rule
+        # out vfork, and a full fork of a parent holding torch costs ~100 ms.
         proc = subprocess.Popen(
             [python, "-I", "-S", "-c", RUNNER],
             stdin=subprocess.PIPE,
@@ -376,24 +392,45 @@ def _run(code: str, tests: str, limits: Limits, python: str, user: dict, cwd: st
             env=SANDBOX_ENV,
             start_new_session=True,
             umask=0o077,
-            **user,
         )
+    except BaseException:
+        os.close(status_r)
+        raise
     finally:
         os.close(status_w)
+    try:
+        deadline = t0 + limits.timeout_s
+        out, err, status, dropped, timed_out = _collect(
+            proc, status_r, request, deadline, limits.max_output
+        )
+    finally:
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+        os.close(status_r)
+        proc.wait()
+    wall = time.perf_counter() - t0
+    verdict, error = _verdict(status, nonce, timed_out, limits)
+    if verdict == "isolation":
+        raise SandboxUnavailable(f"the kernel refused {error}")
+    return Result(verdict, out, err, wall, error, truncated=dropped > 0)
+
+
+def _collect(
+    proc: subprocess.Popen, status_r: int, request: dict, deadline: float, max_output: int
+) -> tuple[str, str, str, int, bool]:
+    """Send the request, then read stdout, stderr and the status pipe until all close or
+    the deadline passes (then kill the namespace). Output past ``max_output`` is read and
+    dropped, so the program never blocks on a full pipe."""
     streams = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
-    status_buf = bytearray()
-    dropped = 0
-    child = None
-    timed_out = False
-    deadline = t0 + limits.timeout_s
+    status = bytearray()
+    dropped, child, timed_out = 0, None, False
     with selectors.DefaultSelector() as sel:
-        for fd in streams:
+        for fd in (*streams, status_r):
             sel.register(fd, selectors.EVENT_READ)
-        sel.register(status_r, selectors.EVENT_READ)
         try:
             proc.stdin.write(marshal.dumps(request))
             proc.stdin.close()
-        except BrokenPipeError:
+        except BrokenPipeError:  # the runner is gone; its status says why
             pass
         open_fds = 3
         while open_fds:
@@ -407,14 +444,15 @@ def _run(code: str, tests: str, limits: Limits, python: str, user: dict, cwd: st
                     sel.unregister(key.fd)
                     open_fds -= 1
                 elif key.fd == status_r:
-                    status_buf += chunk
-                    if child is None and b"\n" in status_buf:
-                        first = status_buf.split(b"\n", 1)[0].split()
-                        if first[:1] == [b"child"]:
-                            child = int(first[1])
+                    status += chunk
+                    first = status.split(b"\n", 1)
+                    if child is None and len(first) == 2:
+                        words = first[0].split()  # the runner's first line: nonce child pid
+                        if words[:2] == [request["nonce"].encode(), b"child"]:
+                            child = int(words[2])
                 else:
                     buf = streams[key.fd]
-                    keep = max(0, limits.max_output - len(buf))
+                    keep = max(0, max_output - len(buf))
                     buf += chunk[:keep]
                     dropped += len(chunk) - keep
     if timed_out:
@@ -422,29 +460,26 @@ def _run(code: str, tests: str, limits: Limits, python: str, user: dict, cwd: st
         if child is not None:
             _kill(child)
         _kill(proc.pid, group=True)
-    for stream in (proc.stdout, proc.stderr):
-        stream.close()
-    os.close(status_r)
-    proc.wait()
-    wall = time.perf_counter() - t0
     out, err = (bytes(b).decode("utf-8", "replace") for b in streams.values())
-    status, error = _verdict(status_buf.decode("utf-8", "replace"), nonce, timed_out, limits)
-    if status == "isolation":
-        raise SandboxUnavailable(f"the kernel refused {error}")
-    return Result(status, out, err, wall, error, truncated=dropped > 0)
+    return out, err, status.decode("utf-8", "replace"), dropped, timed_out
 
 
 def _verdict(status_text: str, nonce: str, timed_out: bool, limits: Limits) -> tuple[str, str]:
+    """The sample's status and message from the status pipe's lines. Only lines tagged
+    with the nonce count; the verdict line is written after the tests ran to the end."""
     verdict = end = None
     for line in status_text.splitlines():
-        word, _, rest = line.partition(" ")
-        if word == "isolation":
+        tag, _, rest = line.partition(" ")
+        if tag != nonce:
+            continue
+        kind, _, rest = rest.partition(" ")
+        if kind == "isolation":
             return "isolation", _unescape(rest)
-        if word == nonce and verdict is None:
+        if kind == "verdict" and verdict is None:
             status, _, message = rest.partition(" ")
             verdict = (status, _unescape(message))
-        elif word in ("signal", "exit"):
-            end = (word, int(rest))
+        elif kind in ("signal", "exit"):
+            end = (kind, int(rest))
     if timed_out:
         return "timeout", f"wall-clock timeout after {limits.timeout_s:g} s"
     if verdict is not None:
@@ -454,7 +489,11 @@ def _verdict(status_text: str, nonce: str, timed_out: bool, limits: Limits) -> t
     if end[0] == "signal":
         if end[1] == signal.SIGXCPU:
             return "timeout", "CPU time limit"
-        return "killed", f"killed by {signal.Signals(end[1]).name}"
+        try:
+            name = signal.Signals(end[1]).name
+        except ValueError:
+            name = f"signal {end[1]}"
+        return "killed", f"killed by {name}"
     return "error", f"exited with status {end[1]} before the tests finished"
 
 
