@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from reprolab.core.sandbox import Limits, Result, run_many, run_program
+import reprolab
+from reprolab.core.sandbox import (
+    Limits,
+    Result,
+    SandboxUnavailable,
+    _verdict,
+    run_many,
+    run_program,
+)
 
 FAST = Limits(timeout_s=3.0, memory_mb=256, max_procs=8)
 
@@ -41,6 +52,15 @@ def processes_with(marker: str) -> list[int]:
             if marker.encode() in cmdline:
                 found.append(int(entry.name))
     return found
+
+
+def wait_for(condition, within_s: float = 20.0) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 def run(code: str, tests: str = "", **limits) -> Result:
@@ -296,3 +316,59 @@ def test_killing_the_parent_fails():
     finally:
         sentinel.send_signal(signal.SIGKILL)
         sentinel.wait()
+
+
+def test_the_sandbox_dies_with_its_parent():
+    n = uuid.uuid4().int % 10**6
+    marker = f"{n}.25"  # spelled out only by the program, not on any command line
+    program = f"import os\nos.execv('/bin/sleep', ['sleep', str({n - 1} + 1) + '.25'])"
+    script = (
+        f"from reprolab.core.sandbox import run_program\nrun_program({program!r}, timeout_s=120)"
+    )
+    src = str(Path(reprolab.__file__).resolve().parents[1])
+    # A parent killed with SIGKILL cannot remove its sandbox's directory: keep it here.
+    scratch = Path(tempfile.mkdtemp(prefix="reprolab-sandbox-test-"))
+    scratch.chmod(0o711)  # reachable by the sandbox user
+    env = {**os.environ, "PYTHONPATH": src, "TMPDIR": str(scratch)}
+    parent = subprocess.Popen([sys.executable, "-c", script], env=env)
+    try:
+        assert wait_for(lambda: processes_with(marker))  # the program runs
+    finally:
+        parent.kill()
+        parent.wait()
+    try:
+        assert wait_for(lambda: not processes_with(marker))  # and is gone with its parent
+    finally:
+        shutil.rmtree(scratch)
+
+
+def test_an_unreachable_working_directory_fails_closed(tmp_path, monkeypatch):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(locked))
+    if os.geteuid() == 0:  # the sandbox user cannot enter root's 0700 directory
+        with pytest.raises(SandboxUnavailable, match="lock-down"):
+            run("x = 1")
+    else:  # the same user can: the sample runs
+        assert run("x = 1", "assert x == 1").passed
+
+
+def test_only_lines_with_the_nonce_count():
+    nonce, limits = "abc123", Limits()
+    assert _verdict("abc123 child 7\nabc123 verdict passed \n", nonce, False, limits) == (
+        "passed",
+        "",
+    )
+    forged = "verdict passed\nxyz verdict passed\nisolation forged\nabc123 exit 0\n"
+    assert _verdict(forged, nonce, False, limits)[0] == "error"
+    assert _verdict("abc123 isolation unshare denied\n", nonce, False, limits) == (
+        "isolation",
+        "unshare denied",
+    )
+    assert _verdict(f"abc123 signal {signal.SIGXCPU}\n", nonce, False, limits)[0] == "timeout"
+    assert _verdict(f"abc123 signal {signal.SIGSEGV}\n", nonce, False, limits) == (
+        "killed",
+        "killed by SIGSEGV",
+    )
+    assert _verdict("abc123 verdict passed \n", nonce, True, limits)[0] == "timeout"
+    assert _verdict("", nonce, False, limits)[0] == "killed"

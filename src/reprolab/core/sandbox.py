@@ -137,6 +137,14 @@ def report(*words):  # every line carries the nonce: the program cannot forge on
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 
+# Without the parent nobody enforces the wall clock: die with it (PDEATHSIG), and in any
+# case soon after the deadline (SIGALRM's default action); init dies with the runner.
+libc.prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL
+if os.getppid() != req["parent"]:
+    os._exit(4)
+import _signal
+_signal.setitimer(_signal.ITIMER_REAL, req["deadline_s"])
+
 def check(ret, what):
     if ret < 0:
         report("isolation", what, os.strerror(ctypes.get_errno()))
@@ -155,55 +163,64 @@ if pid:
 # (Not the program itself as PID 1: the kernel drops signals with default action to a
 # namespace's init, so SIGXCPU from the CPU limit would not stop it.)
 libc.prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL: die with the runner
-lim = req["limits"]
-for res, soft, hard in (
-    (resource.RLIMIT_CPU, lim["cpu"], lim["cpu"] + 1),
-    (resource.RLIMIT_AS, lim["as"], lim["as"]),
-    (resource.RLIMIT_FSIZE, lim["fsize"], lim["fsize"]),
-    (resource.RLIMIT_NOFILE, lim["nofile"], lim["nofile"]),
-    (resource.RLIMIT_NPROC, lim["nproc"], lim["nproc"]),
-    (resource.RLIMIT_CORE, 0, 0),
-):
-    resource.setrlimit(res, (soft, hard))
 
-# Landlock: handle every access right the kernel knows, then allow everything inside the
-# working directory, reading/writing /dev/null, and reading and executing only the
-# interpreter's own files and the system's programs and libraries (not /etc, /proc,
-# /home, /root, /tmp or the project).
-abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, VERSION)
-if abi < 1:
-    report("isolation", "landlock", os.strerror(ctypes.get_errno()))
+def lock_down():
+    lim = req["limits"]
+    for res, soft, hard in (
+        (resource.RLIMIT_CPU, lim["cpu"], lim["cpu"] + 1),
+        (resource.RLIMIT_AS, lim["as"], lim["as"]),
+        (resource.RLIMIT_FSIZE, lim["fsize"], lim["fsize"]),
+        (resource.RLIMIT_NOFILE, lim["nofile"], lim["nofile"]),
+        (resource.RLIMIT_NPROC, lim["nproc"], lim["nproc"]),
+        (resource.RLIMIT_CORE, 0, 0),
+    ):
+        resource.setrlimit(res, (soft, hard))
+
+    # Landlock: handle every access right the kernel knows, then allow everything in the
+    # working directory, reading/writing /dev/null, and reading and executing only the
+    # interpreter's own files and the system's programs and libraries (not /etc, /proc,
+    # /home, /root, /tmp or the project).
+    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, VERSION)
+    if abi < 1:
+        report("isolation", "landlock", os.strerror(ctypes.get_errno()))
+        os._exit(3)
+    fs_bits = {1: 13, 2: 14, 3: 15, 4: 15}.get(abi, 16)
+    handled_fs = (1 << fs_bits) - 1
+    handled_net = 3 if abi >= 4 else 0  # BIND_TCP | CONNECT_TCP, with no rule allowing any
+    scoped = 3 if abi >= 6 else 0  # ABSTRACT_UNIX_SOCKET | SIGNAL
+    attr = (ctypes.c_uint64 * 3)(handled_fs, handled_net, scoped)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = check(libc.syscall(444, ctypes.byref(attr), size, 0), "landlock_ruleset")
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    READ = (1 << 0) | (1 << 2) | (1 << 3)  # EXECUTE | READ_FILE | READ_DIR
+    FILE_RW = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)  # WRITE, READ, TRUNCATE
+    READ_FILE = (1 << 2)
+    system = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin")
+    exe = sys.executable
+    python = (*sys.path, os.path.dirname(exe), os.path.dirname(os.path.realpath(exe)))
+    rules = [(p, READ) for p in dict.fromkeys(system + python) if p and os.path.isdir(p)]
+    rules += [(req["cwd"], handled_fs), (os.devnull, FILE_RW), ("/dev/urandom", READ_FILE)]
+    for path, allowed in rules:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        rule = PathBeneath(allowed & handled_fs, fd)
+        check(libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0), "landlock_add_rule " + path)
+        os.close(fd)
+    check(libc.prctl(38, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    check(libc.syscall(446, ruleset, 0), "landlock_restrict_self")
+    os.close(ruleset)
+
+
+try:
+    lock_down()
+except Exception as exc:  # e.g. a working directory the sandbox user cannot reach
+    report("isolation", "lock-down:", type(exc).__name__ + ": " + str(exc))
     os._exit(3)
-fs_bits = {1: 13, 2: 14, 3: 15, 4: 15}.get(abi, 16)
-handled_fs = (1 << fs_bits) - 1
-handled_net = 3 if abi >= 4 else 0  # BIND_TCP | CONNECT_TCP, with no rule allowing any
-scoped = 3 if abi >= 6 else 0  # ABSTRACT_UNIX_SOCKET | SIGNAL
-attr = (ctypes.c_uint64 * 3)(handled_fs, handled_net, scoped)
-size = 8 if abi < 4 else 16 if abi < 6 else 24
-ruleset = check(libc.syscall(444, ctypes.byref(attr), size, 0), "landlock_create_ruleset")
+del libc, ctypes
 
-class PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-READ = (1 << 0) | (1 << 2) | (1 << 3)  # EXECUTE | READ_FILE | READ_DIR
-FILE_RW = (1 << 1) | (1 << 2) | ((1 << 14) if abi >= 3 else 0)  # WRITE, READ, TRUNCATE
-READ_FILE = (1 << 2)
-system = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin")
-python = (*sys.path, os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)))
-rules = [(p, READ) for p in dict.fromkeys(system + python) if p and os.path.isdir(p)]
-rules += [(req["cwd"], handled_fs), (os.devnull, FILE_RW), ("/dev/urandom", READ_FILE)]
-for path, allowed in rules:
-    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    rule = PathBeneath(allowed & handled_fs, fd)
-    check(libc.syscall(445, ruleset, 1, ctypes.byref(rule), 0), "landlock_add_rule " + path)
-    os.close(fd)
-check(libc.prctl(38, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-check(libc.syscall(446, ruleset, 0), "landlock_restrict_self")
-os.close(ruleset)
-del libc, ctypes, attr, rule, PathBeneath
-
-import _signal
 _signal.signal(2, _signal.SIG_DFL)  # init ignores signals it does not handle, SIGINT too
 pid = os.fork()
 if pid:
@@ -367,6 +384,8 @@ def _run(code: str, tests: str, limits: Limits, python: str, switch: bool, cwd: 
         "tests": tests,
         "cwd": cwd,
         "status_fd": status_w,
+        "parent": os.getpid(),
+        "deadline_s": limits.timeout_s + 1.0,
         "uid": SANDBOX_UID if switch else None,
         "gid": SANDBOX_GID if switch else None,
         "limits": {
