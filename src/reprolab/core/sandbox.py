@@ -1,47 +1,56 @@
 """A sandbox for model-written Python: run a program, then its tests, in a locked-down process.
 
 ``run_program(code, tests=...)`` scores one sample (pass@1): the program and then the
-tests run in one fresh interpreter, and the sample passes only if the tests run to the
-end. ``run_many`` runs a batch on a thread pool, one sandboxed process per sample.
+tests run in one fresh process, and the sample passes only if the tests run to the end.
+``run_many`` runs a batch on a thread pool, one sandboxed process tree per sample.
 
+Processes: each parent process starts one **zygote** (``python -I -S``: no
+site-packages, no ``PYTHON*`` variables, no user site; environment ``PATH`` and ``LANG``
+only, so nothing the parent holds in its environment, tokens or keys, reaches a
+program). Per sample the zygote forks a **runner**, which locks itself down and forks
+the program's process; forking costs ~1 ms where starting an interpreter costs ~15 ms.
 Each sample gets, stdlib only (``ctypes`` for the Linux system calls):
 
-- **its own process tree** started with ``python -I -S`` (no site-packages, no
-  ``PYTHON*`` variables, no user site) and an environment of ``PATH`` and ``LANG`` only,
-  so nothing the parent holds in its environment (tokens, keys) reaches the program;
 - **a fresh temporary working directory** (mode 0700), removed afterwards;
 - **an unprivileged user** when the parent runs as root (``nobody``, no supplementary
   groups), so files of the project, owned by root, cannot be written;
-- **new user and PID namespaces**: the program runs as PID 1 of a namespace of its own,
-  so it cannot address (signal) any process outside it, the parent included, and when it
-  ends or is killed the kernel kills every process it left behind (no orphans, whatever
-  ``setsid``/double-fork tricks it plays). ``RLIMIT_NPROC`` is counted per user
+- **new user and PID namespaces**: the program runs in a PID namespace of its own, so
+  it cannot address (signal) any process outside it, the parent included, and when the
+  sample ends or is killed the kernel kills every process it left behind (no orphans,
+  whatever ``setsid``/double-fork tricks it plays). ``RLIMIT_NPROC`` is counted per user
   namespace, so a fork bomb meets its limit however many processes the user already has;
 - **Landlock** (Linux >= 5.13): writes only inside the temporary directory (and
-  ``/dev/null``), no mounts, no ptrace or ``/proc/<pid>/environ`` of processes outside
-  the sandbox; where the kernel supports it, no TCP bind/connect (ABI >= 4) and no
-  signals or abstract unix sockets to the outside (ABI >= 6);
+  ``/dev/null``); reads only of the interpreter's files and the system's programs and
+  libraries (not the project, ``/etc``, ``/proc``, ``/home``, ``/root`` or ``/tmp``); no
+  mounts, no ptrace or ``/proc/<pid>/environ`` of processes outside the sandbox; where
+  the kernel supports it, no TCP bind/connect (ABI >= 4) and no signals or abstract unix
+  sockets to the outside (ABI >= 6);
 - **rlimits** on CPU time, address space, file size, open files and processes, no core
-  files; a **wall-clock timeout** enforced by the parent, which then kills the namespace.
+  files; a **wall-clock timeout** enforced by the parent, which then kills the namespace
+  (and, should the parent die, by the runner itself, which also dies with the zygote,
+  which exits when its parent does).
 
 Verdicts (``Result.status``): ``passed``, ``failed`` (an ``AssertionError``), ``error``
 (any other exception, or the process ended before the tests finished, e.g. ``sys.exit``
 or ``os._exit`` in the program), ``syntax_error`` (the program does not compile),
 ``timeout`` (wall clock or CPU limit), ``memory`` (``MemoryError`` under the address-space
 limit) and ``killed`` (ended by a signal, e.g. a segfault). Only ``passed`` is a pass.
-The verdict travels on a private pipe, tagged with a random nonce, so a program that
-prints "passed" or exits with status 0 early is not a pass. The nonce lives in the
-interpreter that runs the program, so this guards against accidents and reward hacks
-such as an early exit, not against a program that searches the interpreter's memory for
-it. Output is captured up to ``max_output`` bytes per stream (the rest is read and
-dropped, so a chatty program neither blocks nor fills the parent's memory).
+The verdict travels on a private pipe, every line tagged with a random nonce, so a
+program that prints "passed", writes to the pipe or exits with status 0 early is not a
+pass. The nonce lives in the interpreter that runs the program, so this guards against
+accidents and reward hacks such as an early exit, not against a program that searches
+the interpreter's memory for it. Output is captured up to ``max_output`` bytes per
+stream (the rest is read and dropped, so a chatty program neither blocks nor fills the
+parent's memory). Programs share the zygote's hash seed (``set`` order is the same from
+sample to sample).
 
 The sandbox fails closed: if the kernel refuses the namespaces or Landlock (for example
-under a seccomp profile that blocks ``unshare``), ``run_program`` raises
-``SandboxUnavailable`` instead of running code with weaker isolation.
+under a seccomp profile that blocks ``unshare``), or the sandbox user cannot reach the
+temporary directory, ``run_program`` raises ``SandboxUnavailable`` instead of running
+code with weaker isolation.
 
 Throughput: ``bench/bench_sandbox.py`` measures programs per second, sequential and with
-workers (``bench/results/sandbox.json``).
+workers (``bench/results/sandbox.md``).
 """
 
 from __future__ import annotations
@@ -55,9 +64,11 @@ import secrets
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -112,19 +123,26 @@ class Result:
         return self.status == "passed"
 
 
-# The trusted part of the sandboxed process, run with ``python -I -S -c RUNNER``. It reads
-# the request (marshal: no json, whose import costs ~9 ms of a ~15 ms start) from stdin,
-# enters new user+PID namespaces and forks: the child, PID 1 of the namespace, locks
-# itself down and runs the program and the tests; the runner reports the child's host
-# PID (so the parent can kill it) and how it ended.
+# The trusted part of the sandboxed process. The zygote forks a runner per sample with
+# fds 0-3 = request pipe, stdout, stderr, status pipe. The runner reads the request
+# (marshal), enters new user+PID namespaces and forks: the child, PID 1 of the
+# namespace, locks itself down and runs the program and the tests; the runner reports
+# its own and the child's host PIDs (so the parent can kill them) and how it ended.
 RUNNER = r"""
 import marshal, os, resource, sys
-req = marshal.loads(sys.stdin.buffer.read())
+chunks = []
+while chunk := os.read(0, 1 << 20):
+    chunks.append(chunk)
+req = marshal.loads(b"".join(chunks))
+del chunks
 nonce = req.pop("nonce")
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
-status_fd = req["status_fd"]
+status_fd = 3
+os.setsid()  # a session of its own, away from the zygote's
+os.chdir(req["cwd"])
+os.umask(0o077)
 if req["uid"] is not None:  # started as root: become the sandbox user for good
     os.setgroups([])
     os.setgid(req["gid"])
@@ -137,11 +155,12 @@ def report(*words):  # every line carries the nonce: the program cannot forge on
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 
-# Without the parent nobody enforces the wall clock: die with it (PDEATHSIG), and in any
+# Without the zygote nobody enforces the wall clock: die with it (PDEATHSIG), and in any
 # case soon after the deadline (SIGALRM's default action); init dies with the runner.
 libc.prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL
-if os.getppid() != req["parent"]:
+if os.getppid() != zygote:
     os._exit(4)
+report("runner", os.getpid())
 import _signal
 _signal.setitimer(_signal.ITIMER_REAL, req["deadline_s"])
 
@@ -272,11 +291,108 @@ report("verdict", verdict, message)
 os._exit(0)
 """
 
+# The zygote: one interpreter per parent process, started once, with what the runner
+# imports already loaded. Forking it costs ~1 ms where starting an interpreter costs
+# ~15 ms. It stays root when the parent is root (each runner switches user), takes
+# requests only on its socket to the parent, and exits when the parent closes it.
+ZYGOTE = (
+    f"RUNNER = {RUNNER!r}\n"
+    + r"""
+import ctypes, marshal, os, resource, socket, sys, _signal
+runner = compile(RUNNER, "<runner>", "exec")
+sock = socket.socket(fileno=int(sys.argv[1]))
+_signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # the kernel reaps finished runners
+zygote = os.getpid()
+while True:
+    try:
+        msg, fds, _, _ = socket.recv_fds(sock, 1, 4)
+    except InterruptedError:
+        continue
+    if not msg:  # the parent is gone
+        break
+    if len(fds) != 4:
+        for fd in fds:
+            os.close(fd)
+        continue
+    if os.fork() == 0:
+        try:
+            sock.close()
+            for target, fd in enumerate(fds):  # received fds are >= 3: no clobbering
+                os.dup2(fd, target)
+            os.closerange(4, 1 << 16)
+            _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+            exec(runner, {"__name__": "__runner__", "__builtins__": __builtins__, "zygote": zygote})
+        finally:
+            os._exit(0)
+    for fd in fds:
+        os.close(fd)
+"""
+)
+
+
+class _Zygote:
+    """The parent's handle on its zygote: started on first use, again after a fork of the
+    parent (a child must not share its parent's) or if it died."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._owner = 0
+        self._python = ""
+
+    @property
+    def pid(self) -> int | None:
+        """The zygote's PID, if this process has started one."""
+        alive = self._proc is not None and self._proc.poll() is None
+        return self._proc.pid if alive and self._owner == os.getpid() else None
+
+    def _start(self, python: str) -> None:
+        if self._sock is not None and self._owner == os.getpid():
+            self._sock.close()  # the old zygote exits when its socket closes
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        ours, theirs = socket.socketpair()
+        try:
+            self._proc = subprocess.Popen(
+                [python, "-I", "-S", "-c", ZYGOTE, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env=SANDBOX_ENV,
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+        self._sock, self._owner, self._python = ours, os.getpid(), python
+
+    def send(self, python: str, fds: Sequence[int]) -> None:
+        with self._lock:
+            for _ in range(2):
+                stale = self._owner != os.getpid() or self._python != python
+                if stale or self._proc is None or self._proc.poll() is not None:
+                    self._start(python)
+                try:
+                    socket.send_fds(self._sock, [b"r"], list(fds))
+                    return
+                except OSError:
+                    self._proc.kill()
+                    self._proc.wait()
+            raise SandboxUnavailable(f"the sandbox zygote ({python}) does not take requests")
+
+
+_ZYGOTE = _Zygote()
+
 
 def _python_ok(python: str, user: dict) -> bool:
     try:
         proc = subprocess.run(
-            [python, "-I", "-S", "-c", "import ctypes, marshal, resource"],
+            [python, "-I", "-S", "-c", "import ctypes, marshal, resource, socket"],
             env=SANDBOX_ENV,
             cwd="/",
             capture_output=True,
@@ -335,9 +451,9 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def _kill(pid: int, *, group: bool = False) -> None:
+def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        (os.killpg if group else os.kill)(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
 
 
 def run_program(
@@ -377,14 +493,11 @@ def run_program(
 def _run(code: str, tests: str, limits: Limits, python: str, switch: bool, cwd: str) -> Result:
     nonce = secrets.token_hex(16)
     cpu = math.ceil(limits.cpu_s if limits.cpu_s is not None else limits.timeout_s)
-    status_r, status_w = os.pipe()
     request = {
         "nonce": nonce,
         "code": code,
         "tests": tests,
         "cwd": cwd,
-        "status_fd": status_w,
-        "parent": os.getpid(),
         "deadline_s": limits.timeout_s + 1.0,
         "uid": SANDBOX_UID if switch else None,
         "gid": SANDBOX_GID if switch else None,
@@ -397,36 +510,25 @@ def _run(code: str, tests: str, limits: Limits, python: str, switch: bool, cwd: 
             "nproc": limits.max_procs + 2,
         },
     }
+    pipes = [os.pipe() for _ in range(4)]  # request, stdout, stderr, status
+    request_w, ours = pipes[0][1], [pipes[1][0], pipes[2][0], pipes[3][0]]
+    theirs = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]]
     t0 = time.perf_counter()
     try:
-        # The runner switches to the sandbox user itself: Popen's user=/group= would rule
-        # out vfork, and a full fork of a parent holding torch costs ~100 ms.
-        proc = subprocess.Popen(
-            [python, "-I", "-S", "-c", RUNNER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(status_w,),
-            cwd=cwd,
-            env=SANDBOX_ENV,
-            start_new_session=True,
-            umask=0o077,
-        )
-    except BaseException:
-        os.close(status_r)
-        raise
-    finally:
-        os.close(status_w)
-    try:
+        try:
+            _ZYGOTE.send(python, theirs)
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        # The runner reads the whole request before anything else; if it is gone, its
+        # status (or its absence) says why.
+        with contextlib.suppress(BrokenPipeError), open(request_w, "wb") as fh:
+            fh.write(marshal.dumps(request))
         deadline = t0 + limits.timeout_s
-        out, err, status, dropped, timed_out = _collect(
-            proc, status_r, request, deadline, limits.max_output
-        )
+        out, err, status, dropped, timed_out = _collect(ours, request, deadline, limits.max_output)
     finally:
-        for stream in (proc.stdout, proc.stderr):
-            stream.close()
-        os.close(status_r)
-        proc.wait()
+        for fd in ours:
+            os.close(fd)
     wall = time.perf_counter() - t0
     verdict, error = _verdict(status, nonce, timed_out, limits)
     if verdict == "isolation":
@@ -435,22 +537,19 @@ def _run(code: str, tests: str, limits: Limits, python: str, switch: bool, cwd: 
 
 
 def _collect(
-    proc: subprocess.Popen, status_r: int, request: dict, deadline: float, max_output: int
+    fds: Sequence[int], request: dict, deadline: float, max_output: int
 ) -> tuple[str, str, str, int, bool]:
-    """Send the request, then read stdout, stderr and the status pipe until all close or
-    the deadline passes (then kill the namespace). Output past ``max_output`` is read and
-    dropped, so the program never blocks on a full pipe."""
-    streams = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    """Read stdout, stderr and the status pipe until all close (the
+    runner and everything in its namespace are gone) or the deadline passes (then kill
+    them). Output past ``max_output`` is read and dropped, so the program never blocks
+    on a full pipe."""
+    out_r, err_r, status_r = fds
+    streams = {out_r: bytearray(), err_r: bytearray()}
     status = bytearray()
-    dropped, child, timed_out = 0, None, False
+    dropped, timed_out = 0, False
     with selectors.DefaultSelector() as sel:
-        for fd in (*streams, status_r):
+        for fd in (out_r, err_r, status_r):
             sel.register(fd, selectors.EVENT_READ)
-        try:
-            proc.stdin.write(marshal.dumps(request))
-            proc.stdin.close()
-        except BrokenPipeError:  # the runner is gone; its status says why
-            pass
         open_fds = 3
         while open_fds:
             left = deadline - time.perf_counter()
@@ -464,11 +563,6 @@ def _collect(
                     open_fds -= 1
                 elif key.fd == status_r:
                     status += chunk
-                    first = status.split(b"\n", 1)
-                    if child is None and len(first) == 2:
-                        words = first[0].split()  # the runner's first line: nonce child pid
-                        if words[:2] == [request["nonce"].encode(), b"child"]:
-                            child = int(words[2])
                 else:
                     buf = streams[key.fd]
                     keep = max(0, max_output - len(buf))
@@ -476,9 +570,11 @@ def _collect(
                     dropped += len(chunk) - keep
     if timed_out:
         # The child is PID 1 of its namespace: killing it takes every process in it.
-        if child is not None:
-            _kill(child)
-        _kill(proc.pid, group=True)
+        tag = request["nonce"].encode()
+        for line in bytes(status).splitlines():
+            words = line.split()
+            if words[:1] == [tag] and len(words) == 3 and words[1] in (b"child", b"runner"):
+                _kill(int(words[2]))
     out, err = (bytes(b).decode("utf-8", "replace") for b in streams.values())
     return out, err, status.decode("utf-8", "replace"), dropped, timed_out
 
