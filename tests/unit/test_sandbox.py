@@ -378,3 +378,19 @@ def test_only_lines_with_the_nonce_count():
     )
     assert _verdict("abc123 verdict passed \n", nonce, True, limits)[0] == "timeout"
     assert _verdict("", nonce, False, limits)[0] == "killed"
+
+
+def test_a_fork_of_the_parent_starts_its_own_zygote():
+    assert run("x = 1").passed
+    parents = _ZYGOTE.pid
+    pid = os.fork()
+    if pid == 0:  # the child must not send to its parent's zygote
+        try:
+            ok = run("x = 1", "assert x == 1").passed and _ZYGOTE.pid not in (None, parents)
+            os._exit(0 if ok else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _ZYGOTE.pid == parents
+    assert run("x = 1", "assert x == 1").passed

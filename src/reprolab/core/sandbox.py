@@ -331,24 +331,32 @@ while True:
 
 
 class _Zygote:
-    """The parent's handle on its zygote: started on first use, again after a fork of the
-    parent (a child must not share its parent's) or if it died."""
+    """The parent's handle on its zygote: started on first use, again if it died or the
+    interpreter changes. A fork of the parent forgets it and starts its own."""
 
     def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _reset(self) -> None:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
-        self._owner = 0
         self._python = ""
+
+    def _forget(self) -> None:
+        if self._sock is not None:
+            self._sock.close()  # only this copy: the parent's stays open
+        self._reset()
 
     @property
     def pid(self) -> int | None:
         """The zygote's PID, if this process has started one."""
         alive = self._proc is not None and self._proc.poll() is None
-        return self._proc.pid if alive and self._owner == os.getpid() else None
+        return self._proc.pid if alive else None
 
     def _start(self, python: str) -> None:
-        if self._sock is not None and self._owner == os.getpid():
+        if self._sock is not None:
             self._sock.close()  # the old zygote exits when its socket closes
             try:
                 self._proc.wait(timeout=5)
@@ -369,13 +377,12 @@ class _Zygote:
             )
         finally:
             theirs.close()
-        self._sock, self._owner, self._python = ours, os.getpid(), python
+        self._sock, self._python = ours, python
 
     def send(self, python: str, fds: Sequence[int]) -> None:
         with self._lock:
             for _ in range(2):
-                stale = self._owner != os.getpid() or self._python != python
-                if stale or self._proc is None or self._proc.poll() is not None:
+                if self._proc is None or self._proc.poll() is not None or self._python != python:
                     self._start(python)
                 try:
                     socket.send_fds(self._sock, [b"r"], list(fds))
