@@ -394,3 +394,10 @@ def test_a_fork_of_the_parent_starts_its_own_zygote():
     assert os.waitstatus_to_exitcode(status) == 0
     assert _ZYGOTE.pid == parents
     assert run("x = 1", "assert x == 1").passed
+
+
+def test_large_programs_and_unicode_output():
+    code = "values = [" + "7," * 200_000 + "]\nprint('größe', len(values))"  # ~400 KB
+    result = run(code, "assert sum(values) == 1_400_000")
+    assert result.status == "passed", result.error
+    assert result.stdout == "größe 200000\n"
