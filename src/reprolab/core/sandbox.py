@@ -143,10 +143,6 @@ status_fd = 3
 os.setsid()  # a session of its own, away from the zygote's
 os.chdir(req["cwd"])
 os.umask(0o077)
-if req["uid"] is not None:  # started as root: become the sandbox user for good
-    os.setgroups([])
-    os.setgid(req["gid"])
-    os.setuid(req["uid"])
 
 def report(*words):  # every line carries the nonce: the program cannot forge one
     line = " ".join(str(w).replace("\\", "\\\\").replace("\n", "\\n") for w in words)
@@ -155,8 +151,29 @@ def report(*words):  # every line carries the nonce: the program cannot forge on
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 
-# Without the zygote nobody enforces the wall clock: die with it (PDEATHSIG), and in any
-# case soon after the deadline (SIGALRM's default action); init dies with the runner.
+def check(ret, what):
+    if ret < 0:
+        report("isolation", what, os.strerror(ctypes.get_errno()))
+        os._exit(3)
+    return ret
+
+# New PID and user namespaces. As root, the PID namespace comes first (root needs no
+# user namespace for it, where some kernels deny namespaces to unprivileged users), then
+# the switch to the sandbox user for good, then the user namespace, which gives the
+# sample a process count of its own.
+CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
+if req["uid"] is not None:
+    check(libc.unshare(CLONE_NEWPID), "unshare(pid)")
+    os.setgroups([])
+    os.setgid(req["gid"])
+    os.setuid(req["uid"])
+    check(libc.unshare(CLONE_NEWUSER), "unshare(user)")
+else:
+    check(libc.unshare(CLONE_NEWUSER | CLONE_NEWPID), "unshare(user, pid)")
+
+# Without the zygote nobody enforces the wall clock: die with it (PDEATHSIG, set after
+# the user switch, which clears it), and in any case soon after the deadline (SIGALRM's
+# default action); init dies with the runner.
 libc.prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL
 if os.getppid() != zygote:
     os._exit(4)
@@ -164,14 +181,6 @@ report("runner", os.getpid())
 import _signal
 _signal.setitimer(_signal.ITIMER_REAL, req["deadline_s"])
 
-def check(ret, what):
-    if ret < 0:
-        report("isolation", what, os.strerror(ctypes.get_errno()))
-        os._exit(3)
-    return ret
-
-CLONE_NEWUSER, CLONE_NEWPID = 0x10000000, 0x20000000
-check(libc.unshare(CLONE_NEWUSER | CLONE_NEWPID), "unshare(user, pid)")
 pid = os.fork()
 if pid:
     report("child", pid)
