@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -72,8 +73,7 @@ def wait_for(condition, within_s: float = 20.0) -> bool:
 
 
 def run(code: str, tests: str = "", **limits) -> Result:
-    fields = {**FAST.__dict__, **limits}
-    return run_program(code, tests=tests, limits=Limits(**fields))
+    return run_program(code, tests=tests, limits=replace(FAST, **limits))
 
 
 # --- verdicts -------------------------------------------------------------------------

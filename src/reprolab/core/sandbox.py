@@ -72,7 +72,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Status = Literal["passed", "failed", "error", "syntax_error", "timeout", "memory", "killed"]
@@ -126,8 +126,9 @@ class Result:
 # The trusted part of the sandboxed process. The zygote forks a runner per sample with
 # fds 0-3 = request pipe, stdout, stderr, status pipe. The runner reads the request
 # (marshal), enters new user+PID namespaces and forks: the child, PID 1 of the
-# namespace, locks itself down and runs the program and the tests; the runner reports
-# its own and the child's host PIDs (so the parent can kill them) and how it ended.
+# namespace, locks itself down and forks the process that runs the program and the
+# tests. The runner reports its own and the child's host PIDs (so the parent can kill
+# them), PID 1 how the program's process ended, and that process the verdict.
 RUNNER = r"""
 import marshal, os, resource, sys
 chunks = []
@@ -486,11 +487,8 @@ def run_program(
     ``tests`` come from the benchmark, not the model: if they do not compile, that is
     the caller's error (``ValueError``), not a failed sample. ``timeout_s`` and
     ``memory_mb`` override the fields of ``limits``."""
-    limits = limits or Limits()
     overrides = {"timeout_s": timeout_s, "memory_mb": memory_mb}
-    if any(v is not None for v in overrides.values()):
-        fields = {**limits.__dict__, **{k: v for k, v in overrides.items() if v is not None}}
-        limits = Limits(**fields)
+    limits = replace(limits or Limits(), **{k: v for k, v in overrides.items() if v is not None})
     try:
         compile(tests, "<tests>", "exec")
     except SyntaxError as exc:
