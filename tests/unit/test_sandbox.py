@@ -156,7 +156,7 @@ def test_run_many_keeps_the_order_and_the_verdicts():
         ("while True:\n    pass", ""),
         ("print(7)", ""),
     ]
-    results = run_many(programs, workers=2, limits=Limits(timeout_s=1.0, memory_mb=256))
+    results = run_many(programs, workers=2, limits=Limits(timeout_s=1.5, memory_mb=256))
     assert [r.status for r in results] == ["passed", "failed", "syntax_error", "timeout", "passed"]
     assert results[4].stdout == "7\n"
 
