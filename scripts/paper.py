@@ -66,9 +66,10 @@ def paper_params(params: dict, methods: list[str], seeds: list[int] | None) -> d
     wanted = {a for m in methods for a in registry.get(m).assets}
     assets = params.get("assets") or {}
     kept = {k: v for k, v in assets.items() if k in wanted}
-    if not kept and assets:  # dvc.yaml's assets@ foreach needs one entry
-        first = next(iter(assets))
-        kept = {first: assets[first]}
+    if not kept and assets:  # dvc.yaml's assets@ foreach needs one entry: the cheapest
+        first = next(iter(assets))  # build of one asset (its code defaults, not paper's)
+        cheap = registry.asset(first).config_model().model_dump(mode="json")
+        kept = {first: {"smoke": {}, "paper": cheap}}
     out["assets"] = kept
     return out
 

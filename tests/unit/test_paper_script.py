@@ -40,6 +40,16 @@ def test_a_seed_set_replaces_only_the_paper_seeds():
     assert out["seeds"]["smoke"] == params["seeds"]["smoke"]
 
 
+def test_methods_without_assets_build_the_placeholder_asset_cheaply():
+    from reprolab import config
+
+    out = _script().paper_params(_params(), ["dp_noise"], None)
+    # dvc.yaml's foreach needs one asset; it must not need `make data` (Fashion-MNIST)
+    assert list(out["assets"]) == ["images"]
+    cfg = config.asset_config("images", "paper", out["assets"]["images"]["paper"], "params.yaml")
+    assert "fashion_mnist" not in cfg.datasets
+
+
 def test_an_unknown_method_is_named_before_any_compute():
     with pytest.raises(SystemExit, match="nosuchmethod"):
         _script().paper_params(_params(), ["nosuchmethod"], None)
