@@ -1,0 +1,130 @@
+"""CRANE's two-state decoder, independent of the model behind it.
+
+``step(ids) -> logits`` is any next-token function (a causal LM with its KV cache kept
+by the caller's closure, or a toy model in tests); ``vocab[i]`` is the text token i
+decodes to. Three decoders share the loop, so they differ only where the paper says:
+
+- ``unconstrained``: sample every token from the model.
+- ``constrained``: the whole output is one constrained span (constrained direct
+  answering): every token must keep it a valid prefix of the grammar.
+- ``crane``: unconstrained until the output ends with ``<<``; then each sampled token is
+  checked (``grammar.span_ok``), and only if it fails are the logits masked to the
+  tokens :class:`~reprolab.methods.crane.grammar.TokenMask` allows and the token drawn
+  again; back to unconstrained once ``>>`` closes the span.
+
+The end-of-sequence token is allowed inside a span only when the span is already a whole
+sentence. A span in which no token is allowed ends the generation (recorded, never a
+crash). Time spent computing masks is measured per masked step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from reprolab.methods.crane.grammar import CLOSE, OPEN, TokenMask
+
+Mode = Literal["unconstrained", "constrained", "crane"]
+MODES: tuple[Mode, ...] = ("unconstrained", "constrained", "crane")
+
+
+@dataclass
+class Decoded:
+    text: str
+    token_ids: list[int]
+    spans: list[str] = field(default_factory=list)  # closed constrained spans
+    open_span: str | None = None  # a span still open when generation ended
+    checked_steps: int = 0  # tokens sampled inside a span
+    masked_steps: int = 0  # of those, steps where the sample failed and a mask was used
+    mask_ms: list[float] = field(default_factory=list)
+    stopped: str = "budget"  # budget | eos | stop | dead_end
+
+
+def _pick(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> int:
+    if temperature <= 0:
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def decode(
+    step: Callable[[list[int]], torch.Tensor],
+    prompt_ids: Sequence[int],
+    vocab: Sequence[str],
+    mask: TokenMask,
+    mode: Mode,
+    *,
+    max_new_tokens: int,
+    eos_id: int | None = None,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+    stop: Sequence[str] = (),
+    prompt_text: str = "",
+) -> Decoded:
+    """Generate up to ``max_new_tokens`` tokens after ``prompt_ids`` with one decoder.
+    ``prompt_text``: the prompt as text, so that ``crane`` starts inside a span when the
+    prompt ends in an open ``<<``."""
+    if mode not in MODES:
+        raise ValueError(f"unknown decoder {mode!r}; expected one of {', '.join(MODES)}")
+    grammar = mask.grammar
+    ids = list(prompt_ids)
+    out = Decoded(text="", token_ids=[])
+    span: str | None = None  # None: the unconstrained state
+    if mode == "constrained":
+        span = ""
+    elif mode == "crane" and prompt_text.rfind(OPEN) > prompt_text.rfind(CLOSE):
+        span = prompt_text[prompt_text.rindex(OPEN) + len(OPEN) :]
+    for _ in range(max_new_tokens):
+        logits = step(ids).float()
+        token = _pick(logits, temperature, generator)
+        if span is not None:
+            out.checked_steps += 1
+            if not _fits(grammar, span, token, vocab, eos_id):
+                t0 = time.perf_counter()
+                allowed = mask.allowed(span)
+                if eos_id is not None and grammar.complete(span):
+                    allowed.append(eos_id)
+                out.mask_ms.append((time.perf_counter() - t0) * 1e3)
+                out.masked_steps += 1
+                if not allowed:
+                    out.stopped = "dead_end"
+                    break
+                keep = torch.full_like(logits, float("-inf"))
+                keep[allowed] = logits[allowed]
+                token = _pick(keep, temperature, generator)
+        if eos_id is not None and token == eos_id:
+            out.stopped = "eos"
+            break
+        ids.append(token)
+        out.token_ids.append(token)
+        piece = vocab[token]
+        out.text += piece
+        if span is not None:
+            span += piece
+            if CLOSE in span:  # closed: back to unconstrained (crane) or done
+                out.spans.append(span[: span.index(CLOSE)])
+                rest = span[span.index(CLOSE) + len(CLOSE) :]
+                span = None
+                if mode == "constrained":
+                    out.stopped = "stop"
+                    break
+                if OPEN in rest:  # a new span opened in the same token
+                    span = rest[rest.rindex(OPEN) + len(OPEN) :]
+        elif mode == "crane" and OPEN in out.text[-(len(piece) + len(OPEN)) :]:
+            tail = out.text[out.text.rindex(OPEN) + len(OPEN) :]
+            span = tail  # whatever this token already wrote after "<<" is checked next
+        if stop and any(s in out.text for s in stop):
+            out.stopped = "stop"
+            break
+    out.open_span = span
+    return out
+
+
+def _fits(grammar, span: str, token: int, vocab: Sequence[str], eos_id: int | None) -> bool:
+    if eos_id is not None and token == eos_id:
+        return grammar.complete(span)
+    return grammar.span_ok(span + vocab[token])
