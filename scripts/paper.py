@@ -130,6 +130,40 @@ def collect(work: Path, slug: str, dest: Path, info: dict) -> None:
     tmp.rename(dest)
 
 
+def compare_verdicts(base: Path, other: Path) -> tuple[str, int]:
+    """Markdown table of the verdicts of two runs (claims.json of each) and the number of
+    verdicts that differ between them."""
+    a = {(c["id"], c["precision"]): c for c in json.loads((base / "claims.json").read_text())}
+    b = {(c["id"], c["precision"]): c for c in json.loads((other / "claims.json").read_text())}
+    seeds_a = json.loads((base / "run.json").read_text())["seeds"]
+    seeds_b = json.loads((other / "run.json").read_text())["seeds"]
+    lines = [
+        f"# Verdict stability: seeds {seeds_a} vs {seeds_b}",
+        "",
+        "| claim | precision | verdict, seeds A | verdict, seeds B | value A | value B | same |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    differ = opposite = 0
+    for key in sorted(set(a) | set(b)):
+        va = a.get(key, {}).get("verdict", "absent")
+        vb = b.get(key, {}).get("verdict", "absent")
+        differ += va != vb
+        opposite += {va, vb} == {"reproduced", "not_reproduced"}
+        ma = a.get(key, {}).get("measured", {}).get("value", float("nan"))
+        mb = b.get(key, {}).get("measured", {}).get("value", float("nan"))
+        lines.append(
+            f"| {key[0]} | {key[1]} | {va} | {vb} | {ma:.4g} | {mb:.4g} | "
+            f"{'yes' if va == vb else '**no**'} |"
+        )
+    lines += [
+        "",
+        f"Verdicts that differ between the seed sets: {differ}; of them, reproduced in one "
+        f"and not reproduced in the other: {opposite}.",
+    ]
+    flips = differ
+    return "\n".join(lines) + "\n", flips
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("methods", nargs="+", help="method slugs (see `python -m reprolab list`)")
@@ -175,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         collect(work, slug, dest, info)
         log(f"{slug}: results in {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
+        base = args.out / slug
+        if seeds and (base / "claims.json").is_file() and (base / "run.json").is_file():
+            text, flips = compare_verdicts(base, dest)
+            (dest / "stability.md").write_text(text)
+            log(f"{slug}: {flips} verdict(s) differ from seeds.paper's run (stability.md)")
     return 0
 
 

@@ -53,3 +53,23 @@ def test_methods_without_assets_build_the_placeholder_asset_cheaply():
 def test_an_unknown_method_is_named_before_any_compute():
     with pytest.raises(SystemExit, match="nosuchmethod"):
         _script().paper_params(_params(), ["nosuchmethod"], None)
+
+
+def test_compare_verdicts_counts_what_differs(tmp_path):
+    import json
+
+    def run(folder, seeds, verdicts):
+        folder.mkdir()
+        (folder / "run.json").write_text(json.dumps({"seeds": seeds}))
+        claims = [
+            {"id": cid, "precision": "fp32", "verdict": v, "measured": {"value": 0.1}}
+            for cid, v in verdicts.items()
+        ]
+        (folder / "claims.json").write_text(json.dumps(claims))
+
+    run(tmp_path / "a", [0, 1, 2], {"c1": "reproduced", "c2": "inconclusive", "c3": "reproduced"})
+    run(tmp_path / "b", [5, 6, 7], {"c1": "reproduced", "c2": "reproduced", "c3": "not_reproduced"})
+    text, differ = _script().compare_verdicts(tmp_path / "a", tmp_path / "b")
+    assert differ == 2
+    assert "reproduced in one and not reproduced in the other: 1" in text
+    assert "| c1 | fp32 | reproduced | reproduced |" in text
