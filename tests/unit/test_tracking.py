@@ -37,3 +37,15 @@ def test_flatten():
 def test_missing_env_file(tmp_path):
     with pytest.raises(tracking.TrackingUnavailableError, match="mlflow.env not found"):
         tracking.load_env(tmp_path)
+
+
+def test_shared_view_state_names_mlflow_columns():
+    import json
+
+    from reprolab.core.tracking import VIEW_KEY, runs_view_url, view_state
+
+    state = json.loads(view_state([("tags", "verdict.vs_bce.fp32"), ("metrics", "a.b")]))
+    # MLflow's canonical column keys: kind.`name` (backquoted: names contain dots)
+    assert state["selectedColumns"] == ["tags.`verdict.vs_bce.fp32`", "metrics.`a.b`"]
+    url = runs_view_url("7")
+    assert url.startswith("#/experiments/7/runs?") and f"viewStateShareKey={VIEW_KEY}" in url

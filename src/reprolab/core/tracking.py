@@ -37,6 +37,29 @@ EXPERIMENT_KIND = "mlflow.experimentKind"
 #: query of every UI link: the run pages and runs tables of model training, not the GenAI
 #: overview MLflow 3 opens by default
 UI_WORKFLOW = "workflowType=machine_learning"
+#: the runs-table view each method's experiment carries: MLflow's "share view" state, an
+#: experiment tag ``mlflow.sharedViewState.<key>`` the UI opens with ``?viewStateShareKey``
+VIEW_KEY = "reprolab"
+VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
+
+
+def runs_view_url(experiment_id: str) -> str:
+    """The experiment's runs table with the project's columns (verdicts, profile)."""
+    return f"#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}&{UI_WORKFLOW}"
+
+
+def view_state(columns: list[tuple[str, str]]) -> str:
+    """MLflow's shared-view JSON for a runs table showing ``columns`` ((kind, name)
+    pairs, kind ``tags`` / ``metrics`` / ``params``), newest runs first."""
+    import json
+
+    return json.dumps(
+        {
+            "selectedColumns": [f"{kind}.`{name}`" for kind, name in columns],
+            "orderByKey": "attributes.start_time",
+            "orderByAsc": False,
+        }
+    )
 
 
 class TrackingUnavailableError(RuntimeError):
@@ -295,6 +318,10 @@ class Tracker:
     def log_artifact(self, run_id: str, path: Path, subdir: str | None = None) -> None:
         if path.exists():
             self.client.log_artifact(run_id, str(path), subdir)
+
+    def share_view(self, columns: list[tuple[str, str]]) -> None:
+        """Make ``runs_view_url`` open this experiment's runs table on ``columns``."""
+        self.client.set_experiment_tag(self.experiment_id, VIEW_TAG, view_state(columns))
 
     def run_url(self, run_id: str) -> str:
         return f"#/experiments/{self.experiment_id}/runs/{run_id}?{UI_WORKFLOW}"

@@ -311,6 +311,9 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
         tags[f"verdict.{c['id']}.{c['precision']}"] = c["verdict"]
     tracker.log_metrics(tracker.run_id, flat)
     tracker.set_tags(tracker.run_id, tags)
+    # the runs table opens on the fp32 verdicts of every claim, then the profile
+    fp32 = [("tags", f"verdict.{c['id']}.fp32") for c in claims if c["precision"] == "fp32"]
+    tracker.share_view([*fp32, ("tags", "reprolab.profile")])
     if tracker.parent_id:  # so the chain run can be sorted and filtered by verdict too
         tracker.set_tags(tracker.parent_id, tags)
         tracker.log_metrics(

@@ -19,7 +19,7 @@ import pandas as pd
 from reprolab import config, registry
 from reprolab.contract import is_runtime_metric
 from reprolab.core import io
-from reprolab.core.tracking import UI_WORKFLOW, load_env, log, open_tracker
+from reprolab.core.tracking import UI_WORKFLOW, load_env, log, open_tracker, runs_view_url
 from reprolab.paths import MethodPaths, reports_dir
 
 COLUMNS = [
@@ -373,6 +373,7 @@ def summarize(
                 "inconclusive": int(counts.get("inconclusive", 0)),
                 "changed": changed,
                 "compute_s": compute_seconds(root, slug),
+                "experiment_id": str(claims.experiment_id.iloc[0]),
             }
         )
     return pd.DataFrame(rows)
@@ -407,6 +408,11 @@ def _verdict_text(r) -> str:
 def _ours(r) -> str:
     n = "" if r.n == "" else f", n={r.n}"
     return f"{r.measured} {r.interval}{n}"
+
+
+def _ui() -> str:
+    """The MLflow UI address links point to (mlflow.env's REPROLAB_MLFLOW_UI)."""
+    return os.environ.get("REPROLAB_MLFLOW_UI", "http://127.0.0.1:5000")
 
 
 def _secs(x) -> str:
@@ -455,15 +461,16 @@ def to_markdown(
         "## Summary (fp32 verdicts)",
         "",
         "| method | paper | profile | seeds | reproduced | not reproduced | inconclusive "
-        "| changes under quantization | compute |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| changes under quantization | compute |" + (" runs |" if links else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if links else ""),
     ]
     for r in overview.itertuples():
         changed = "<br>".join(r.changed) or "none"
+        runs = f" [mlflow]({_ui()}/{runs_view_url(r.experiment_id)}) |" if links else ""
         lines.append(
             f"| [{r.method}](#claims-{r.method}) | {r.title} | {r.profile} | {r.seeds} "
             f"| {r.reproduced} | {r.not_reproduced} | {r.inconclusive} | {changed} "
-            f"| {_secs(r.compute_s)} |"
+            f"| {_secs(r.compute_s)} |" + runs
         )
     lines += [
         "",
@@ -528,7 +535,13 @@ def to_html(
             f"<td class=reproduced>{r.reproduced}</td>"
             f"<td class=not_reproduced>{r.not_reproduced}</td>"
             f"<td class=inconclusive>{r.inconclusive}</td><td>{changed}</td>"
-            f"<td>{_secs(r.compute_s)}</td></tr>"
+            f"<td>{_secs(r.compute_s)}</td>"
+            + (
+                f"<td><a href='{esc(_ui())}/{esc(runs_view_url(r.experiment_id))}'>mlflow</a></td>"
+                if links
+                else ""
+            )
+            + "</tr>"
         )
     head = "".join(
         f"<th>{c}</th>"
@@ -583,7 +596,9 @@ def to_html(
         "<h1>Claims: paper vs measured</h1><h2>Summary (fp32 verdicts)</h2>"
         "<table><tr><th>method</th><th>paper</th><th>profile</th><th>seeds</th>"
         "<th>reproduced</th><th>not reproduced</th><th>inconclusive</th>"
-        "<th>changes under quantization</th><th>compute</th></tr>"
+        "<th>changes under quantization</th><th>compute</th>"
+        + ("<th>runs</th>" if links else "")
+        + "</tr>"
         f"{''.join(summary_rows)}</table>"
         f"<p><b>Evidence rules.</b> {esc(EVIDENCE_RULES)}</p><ul>{legend}</ul>"
         f"<h2>Claims</h2><table><tr>{head}</tr>{''.join(body)}</table>"
