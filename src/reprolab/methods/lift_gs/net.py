@@ -92,16 +92,17 @@ def pair_costs(pred: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, 
 def matched_mask_loss(
     pred: torch.Tensor, target: torch.Tensor, empty_weight: float
 ) -> torch.Tensor:
-    """Hungarian-matched mask loss: queries (K, Q) matched one-to-one to masks (M, Q) by
-    BCE + dice cost; matched pairs pay BCE + dice, unmatched queries pay
-    ``empty_weight`` x BCE against an empty mask. The same loss serves pixels (render
-    supervision) and points (unprojection, 3D labels)."""
+    """Hungarian-matched mask loss: queries (K, Q) matched one-to-one to masks (M, Q);
+    matched pairs pay BCE + dice, unmatched queries pay ``empty_weight`` x BCE against
+    an empty mask. The matching minimises this total (a query matched to a mask saves
+    its empty-mask cost), so the loss is the minimum over all assignments. The same loss
+    serves pixels (render supervision) and points (unprojection, 3D labels)."""
     p = pred.clamp(1e-5, 1 - 1e-5)
     empty = -torch.log1p(-p).mean(1)  # (K,)
     if target.shape[0] == 0:
         return empty_weight * empty.mean()
     bce, dice = pair_costs(pred, target)
-    cost = (bce + dice).detach().cpu().numpy()
+    cost = (bce + dice - empty_weight * empty[:, None]).detach().cpu().numpy()
     rows, cols = hungarian(cost)
     rows_t, cols_t = torch.as_tensor(rows), torch.as_tensor(cols)
     matched = (bce[rows_t, cols_t] + dice[rows_t, cols_t]).sum()
