@@ -16,8 +16,8 @@ from reprolab.contract import MethodConfig
 
 class LiftGSConfig(MethodConfig):
     # scenes (prepare)
-    n_train: int = Field(default=16, ge=2)
-    n_test: int = Field(default=12, ge=2)
+    n_train: int = Field(default=12, ge=2)
+    n_test: int = Field(default=8, ge=2)
     n_points: int = Field(default=192, ge=32)
     min_objects: int = Field(default=3, ge=1)
     max_objects: int = Field(default=4, ge=1)
@@ -36,14 +36,14 @@ class LiftGSConfig(MethodConfig):
     hidden: int = Field(default=48, ge=4)
     knn: int = Field(default=8, ge=1)
     rounds: int = Field(default=2, ge=1)
-    epochs: int = Field(default=12, ge=1)
+    epochs: int = Field(default=10, ge=1)
     batch_size: int = Field(default=4, ge=1)
     #: training views per scene and step (render supervision and unprojection alike)
     views_per_step: int = Field(default=2, ge=1)
     lr: float = Field(default=3e-3, gt=0)
     empty_weight: float = Field(default=0.5, ge=0.0)
     #: extra training-set sizes of the render-supervised variant (each < n_train)
-    scaling_scenes: list[int] = Field(default=[4, 8])
+    scaling_scenes: list[int] = Field(default=[6])
 
     @model_validator(mode="after")
     def _check(self) -> LiftGSConfig:

@@ -74,6 +74,7 @@ def prepare(
             "are occluded; the occlusion split needs both kinds"
         )
     meta = {
+        "unprojection_label_accuracy": unprojection_accuracy(test, p),
         "test_objects": n_obj,
         "test_occluded_objects": n_occ,
         "mean_teacher_masks_per_view": float(train["mask_count"].mean()),
@@ -86,6 +87,35 @@ def prepare(
             k: (v[:n] if k.startswith("train_") else v) for k, v in arrays.items()
         }
     return tasks, meta
+
+
+def unprojection_accuracy(split: dict, p) -> float:
+    """Share of in-frame points whose naively unprojected label (from the noise-free
+    visible-object image of a view) is their own object, over scenes and views: how much
+    occlusion alone corrupts unprojected labels."""
+    import torch
+
+    from reprolab.methods.lift_gs.module import unprojected_targets
+    from reprolab.methods.lift_gs.scenes import intrinsics
+
+    hits, total = 0, 0
+    for i in range(len(split["points"])):
+        n = int(split["n_objects"][i])
+        points = torch.from_numpy(split["points"][i])
+        for v in range(split["R"].shape[1]):
+            labels = torch.from_numpy(split["labels"][i, v].astype(np.int64))
+            masks = torch.stack([labels == o for o in range(n)]).to(torch.uint8)
+            inside, target = unprojected_targets(
+                points,
+                torch.from_numpy(split["R"][i, v]),
+                torch.from_numpy(split["t"][i, v]),
+                masks,
+                intrinsics(p),
+            )
+            got = np.where(target.numpy().any(0), target.numpy().argmax(0), -1)
+            hits += int((got == split["ids"][i][inside.numpy()]).sum())
+            total += int(inside.sum())
+    return hits / max(total, 1)
 
 
 # ---------------------------------------------------------------- train

@@ -25,7 +25,7 @@ class SceneParams:
     image_size: int = 24
     focal: float = 1.2  # fx = fy = focal * image_size
     cam_distance: float = 3.2
-    cam_height: tuple[float, float] = (0.45, 0.9)
+    cam_height: tuple[float, float] = (0.9, 1.5)
     gaussian_scale: float = 0.8  # sigma = gaussian_scale * mean point spacing
     opacity: float = 0.9
 
