@@ -53,6 +53,8 @@ class LiftGSConfig(MethodConfig):
             raise ValueError("queries must be at least max_objects (one query per object)")
         if any(not 1 <= n < self.n_train for n in self.scaling_scenes):
             raise ValueError("scaling_scenes: each entry must be in [1, n_train)")
+        if len(set(self.scaling_scenes)) != len(self.scaling_scenes):
+            raise ValueError("scaling_scenes: entries must be distinct")
         if self.views_per_step > self.n_views:
             raise ValueError("views_per_step must not exceed n_views")
         return self
