@@ -105,3 +105,55 @@ def iou_3d(pred: np.ndarray, target: np.ndarray) -> float:
     pred, target = np.asarray(pred, bool), np.asarray(target, bool)
     union = (pred | target).sum()
     return 1.0 if union == 0 else float((pred & target).sum() / union)
+
+
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
+    """World-to-camera (R, t) of a camera at ``eye`` looking at ``target`` (OpenCV axes:
+    x right, y down, z forward; ``up`` is the world's up direction)."""
+    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
+    f = target - eye
+    f /= np.linalg.norm(f)
+    r = np.cross(f, up)
+    r /= np.linalg.norm(r)
+    d = np.cross(f, r)
+    R = np.stack([r, d, f])
+    return R, -R @ eye
+
+
+def render_views(
+    means: torch.Tensor,
+    sigmas: torch.Tensor,
+    opacities: torch.Tensor,
+    features: torch.Tensor,
+    R: torch.Tensor,
+    t: torch.Tensor,
+    intrinsics: tuple[float, float, float, float, int, int],
+    alpha_max: float = 0.99,
+    near: float = 1e-3,
+) -> torch.Tensor:
+    """``TorchRenderer.render`` for V cameras at once (same intrinsics): (V, H, W, C).
+
+    ``R`` (V, 3, 3) and ``t`` (V, 3) are world-to-camera; Gaussians behind ``near`` get
+    zero opacity instead of being dropped, which composites to the same image."""
+    fx, fy, cx, cy, width, height = intrinsics
+    xc = torch.einsum("vij,nj->vni", R.to(means), means) + t.to(means)[:, None, :]
+    z = xc[..., 2]
+    zs = z.clamp_min(near)
+    u = fx * xc[..., 0] / zs + cx
+    v = fy * xc[..., 1] / zs + cy
+    s2d = fx * sigmas[None, :] / zs  # (V, N)
+    op = torch.where(z > near, opacities[None, :].expand_as(z), torch.zeros_like(z))
+    order = torch.argsort(z.detach(), dim=1)
+    u, v, s2d, op = (torch.gather(a, 1, order) for a in (u, v, s2d, op))
+    f = features[order]  # (V, N, C)
+    ys, xs = torch.meshgrid(
+        torch.arange(height, dtype=means.dtype),
+        torch.arange(width, dtype=means.dtype),
+        indexing="ij",
+    )
+    px, py = xs.reshape(-1) + 0.5, ys.reshape(-1) + 0.5  # (P,)
+    d2 = (px[None, :, None] - u[:, None, :]) ** 2 + (py[None, :, None] - v[:, None, :]) ** 2
+    alpha = (op[:, None, :] * torch.exp(-0.5 * d2 / s2d[:, None, :] ** 2)).clamp(max=alpha_max)
+    trans = torch.cumprod(torch.cat([torch.ones_like(alpha[..., :1]), 1 - alpha[..., :-1]], -1), -1)
+    out = torch.bmm(trans * alpha, f)  # (V, P, C)
+    return out.reshape(len(R), height, width, -1)

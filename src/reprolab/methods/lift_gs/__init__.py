@@ -1,0 +1,48 @@
+"""LIFT-GS: render-supervised distillation from 2D masks into a 3D point model.
+
+Paper: "From Thousands to Billions: 3D Visual Language Grounding via Render-Supervised
+Distillation from 2D VLMs" (arXiv 2502.20389, ICML 2025). No official code was
+released; project page https://liftgs.github.io.
+"""
+
+from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.methods.lift_gs.claims import CLAIMS
+from reprolab.methods.lift_gs.config import PREPARE_KEYS, PROFILE_DEFAULTS, LiftGSConfig
+
+SPEC = MethodSpec(
+    slug="lift_gs",
+    title="LIFT-GS: render-supervised distillation of 2D masks into 3D point masks",
+    paper=(
+        "Cao et al., From Thousands to Billions: 3D Visual Language Grounding via "
+        "Render-Supervised Distillation from 2D VLMs (ICML 2025, PMLR 267:6505-6521, arXiv 2502.20389)"
+    ),
+    code="https://liftgs.github.io (no code released)",
+    config_model=LiftGSConfig,
+    profile_defaults=PROFILE_DEFAULTS,
+    variants=(
+        Variant(
+            "render",
+            "render supervision: Gaussian-splatted query masks vs 2D teacher masks "
+            "(Hungarian-matched BCE + dice)",
+            is_method=True,
+        ),
+        Variant("unproj", "naive unprojection of the 2D teacher masks to points (no depth test)"),
+        Variant("sup3d", "3D-supervised on ground-truth point labels (upper bound)"),
+    ),
+    claims=CLAIMS,
+    quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8", "rtn_w4a4")),
+    metrics=("miou", "miou_occluded", "miou_visible", "final_train_loss"),
+    prepare_keys=PREPARE_KEYS,
+    test_overrides={
+        "n_train": 4,
+        "n_test": 4,
+        "n_points": 64,
+        "image_size": 12,
+        "n_views": 4,
+        "hidden": 8,
+        "epochs": 1,
+        "batch_size": 2,
+        "scaling_scenes": [2],
+        "quantization": ["int8_dynamic", "rtn_w4a4"],
+    },
+)

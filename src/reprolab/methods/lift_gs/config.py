@@ -1,0 +1,92 @@
+"""LIFT-GS settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up.
+
+One task, ``scenes``: seeded procedural scenes (``n_train`` unlabeled training scenes
+with 2D teacher masks, ``n_test`` held-out scenes with 3D labels). The render-supervised
+variant is also trained on the first ``n`` training scenes for every ``n`` of
+``scaling_scenes`` (the data-scaling curve); the unit parameter ``n_scenes`` says how
+many scenes a unit saw.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from reprolab.contract import MethodConfig
+
+
+class LiftGSConfig(MethodConfig):
+    # scenes (prepare)
+    n_train: int = Field(default=12, ge=2)
+    n_test: int = Field(default=8, ge=2)
+    n_points: int = Field(default=192, ge=32)
+    min_objects: int = Field(default=3, ge=1)
+    max_objects: int = Field(default=4, ge=1)
+    n_views: int = Field(default=8, ge=1)
+    image_size: int = Field(default=24, ge=8)
+    #: probability that the teacher misses a visible object in a view
+    teacher_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
+    #: probability that a teacher-mask boundary pixel is redrawn
+    teacher_edge_noise: float = Field(default=0.3, ge=0.0, le=1.0)
+    #: an object is 'occluded' when other objects hide at least this fraction of it
+    occlusion_threshold: float = Field(default=0.3, gt=0.0, lt=1.0)
+    data_seed: int = Field(default=0, ge=0)
+
+    # model and training
+    queries: int = Field(default=6, ge=1)
+    hidden: int = Field(default=48, ge=4)
+    knn: int = Field(default=8, ge=1)
+    rounds: int = Field(default=2, ge=1)
+    epochs: int = Field(default=10, ge=1)
+    batch_size: int = Field(default=4, ge=1)
+    #: training views per scene and step (render supervision and unprojection alike)
+    views_per_step: int = Field(default=2, ge=1)
+    lr: float = Field(default=3e-3, gt=0)
+    empty_weight: float = Field(default=0.5, ge=0.0)
+    #: extra training-set sizes of the render-supervised variant (each < n_train)
+    scaling_scenes: list[int] = Field(default=[6])
+
+    @model_validator(mode="after")
+    def _check(self) -> LiftGSConfig:
+        if self.min_objects > self.max_objects:
+            raise ValueError("min_objects must not exceed max_objects")
+        if self.queries < self.max_objects:
+            raise ValueError("queries must be at least max_objects (one query per object)")
+        if any(not 1 <= n < self.n_train for n in self.scaling_scenes):
+            raise ValueError("scaling_scenes: each entry must be in [1, n_train)")
+        if len(set(self.scaling_scenes)) != len(self.scaling_scenes):
+            raise ValueError("scaling_scenes: entries must be distinct")
+        if self.views_per_step > self.n_views:
+            raise ValueError("views_per_step must not exceed n_views")
+        return self
+
+
+PREPARE_KEYS = (
+    "n_train",
+    "n_test",
+    "n_points",
+    "min_objects",
+    "max_objects",
+    "n_views",
+    "image_size",
+    "teacher_drop",
+    "teacher_edge_noise",
+    "occlusion_threshold",
+    "data_seed",
+    "scaling_scenes",
+)
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "n_train": 32,
+        "n_test": 32,
+        "n_points": 192,
+        "max_objects": 5,
+        "image_size": 24,
+        "queries": 8,
+        "hidden": 64,
+        "epochs": 20,
+        "views_per_step": 2,
+        "scaling_scenes": [4, 8, 16],
+    },
+}

@@ -1,0 +1,230 @@
+"""LIFT-GS hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+Three training signals for one point encoder with K mask queries:
+
+- ``render`` (the method): the predicted per-point mask probabilities are the features of
+  fixed Gaussians at the points; the differentiable splatting renderer draws them into
+  training views, and the rendered query masks are Hungarian-matched to the view's 2D
+  teacher masks (BCE + dice). No 3D labels.
+- ``unproj``: naive unprojection: every point that projects into a view's teacher mask
+  takes that mask's label (occluded points too: no depth test); the point masks of the
+  queries are Hungarian-matched to these unprojected masks with the same loss.
+- ``sup3d``: the same loss on the ground-truth 3D object masks (an upper bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.methods.lift_gs.config import LiftGSConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+
+def task_name(n_scenes: int) -> str:
+    """A readable task name (never parsed: ``n_scenes`` is the unit's parameter)."""
+    return f"scenes_n{n_scenes}"
+
+
+OPACITY = 0.9  # the Gaussians' opacity (teacher masks and render supervision alike)
+
+
+def scene_params(cfg: LiftGSConfig):
+    from reprolab.methods.lift_gs.scenes import SceneParams
+
+    return SceneParams(
+        n_points=cfg.n_points,
+        min_objects=cfg.min_objects,
+        max_objects=cfg.max_objects,
+        n_views=cfg.n_views,
+        image_size=cfg.image_size,
+        opacity=OPACITY,
+    )
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(
+    cfg: LiftGSConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    from reprolab.methods.lift_gs.scenes import build_split, intrinsics
+
+    p = scene_params(cfg)
+    noise = (cfg.teacher_drop, cfg.teacher_edge_noise)
+    train = build_split(cfg.n_train, p, cfg.data_seed * 2 + 1, *noise, with_occlusion=False)
+    test = build_split(cfg.n_test, p, cfg.data_seed * 2 + 2, *noise, with_occlusion=True)
+    arrays = {f"train_{k}": v for k, v in train.items() if k != "labels"}
+    arrays |= {f"test_{k}": v for k, v in test.items()}
+    arrays["test_occluded"] = (test["occlusion"] >= cfg.occlusion_threshold).astype(np.int8)
+    arrays["intrinsics"] = np.asarray(intrinsics(p), np.float64)
+    arrays["opacity"] = np.asarray([p.opacity], np.float32)
+    n_obj = int(test["n_objects"].sum())
+    n_occ = int(arrays["test_occluded"].sum())
+    if n_occ == 0 or n_occ == n_obj:
+        raise ValueError(
+            f"occlusion_threshold={cfg.occlusion_threshold}: {n_occ} of {n_obj} test objects "
+            "are occluded; the occlusion split needs both kinds"
+        )
+    meta = {
+        "unprojection_label_accuracy": unprojection_accuracy(test, p),
+        "test_objects": n_obj,
+        "test_occluded_objects": n_occ,
+        "mean_teacher_masks_per_view": float(train["mask_count"].mean()),
+        "mean_objects_per_scene": float(train["n_objects"].mean()),
+    }
+    # one task per training-set size: the first n training scenes, the same test scenes
+    tasks = {}
+    for n in sorted({cfg.n_train, *cfg.scaling_scenes}):
+        tasks[task_name(n)] = {
+            k: (v[:n] if k.startswith("train_") else v) for k, v in arrays.items()
+        }
+    return tasks, meta
+
+
+def unprojection_accuracy(split: dict, p) -> float:
+    """Share of in-frame points whose naively unprojected label (from the noise-free
+    visible-object image of a view) is their own object, over scenes and views: how much
+    occlusion alone corrupts unprojected labels."""
+    import torch
+
+    from reprolab.methods.lift_gs.module import unprojected_targets
+    from reprolab.methods.lift_gs.scenes import intrinsics
+
+    hits, total = 0, 0
+    for i in range(len(split["points"])):
+        n = int(split["n_objects"][i])
+        points = torch.from_numpy(split["points"][i])
+        for v in range(split["R"].shape[1]):
+            labels = torch.from_numpy(split["labels"][i, v].astype(np.int64))
+            masks = torch.stack([labels == o for o in range(n)]).to(torch.uint8)
+            inside, target = unprojected_targets(
+                points,
+                torch.from_numpy(split["R"][i, v]),
+                torch.from_numpy(split["t"][i, v]),
+                masks,
+                intrinsics(p),
+            )
+            got = np.where(target.numpy().any(0), target.numpy().argmax(0), -1)
+            hits += int((got == split["ids"][i][inside.numpy()]).sum())
+            total += int(inside.sum())
+    return hits / max(total, 1)
+
+
+# ---------------------------------------------------------------- train
+
+
+def units(cfg: LiftGSConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.lift_gs import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    out = []
+    for s in seeds:  # every signal on all training scenes; render also on fewer
+        out += [Unit(task_name(cfg.n_train), v, s, {"n_scenes": cfg.n_train}) for v in variants]
+        if "render" in variants:
+            out += [Unit(task_name(n), "render", s, {"n_scenes": n}) for n in cfg.scaling_scenes]
+    known = set(tasks)
+    return [u for u in out if u.task in known]
+
+
+def build_net(cfg: LiftGSConfig):
+    from reprolab.methods.lift_gs.net import PointQueryNet
+
+    return PointQueryNet(cfg.queries, cfg.hidden, cfg.knn, cfg.rounds)
+
+
+def train_unit(
+    unit: Unit, cfg: LiftGSConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    import torch
+    from torch.utils.data import DataLoader
+
+    from reprolab.core.training import EpochBatchSampler, TensorBatches, fit_resumable
+    from reprolab.methods.lift_gs.module import LiftModule
+
+    n = int(unit.param["n_scenes"])
+    torch.manual_seed(unit.seed)  # same initial weights for every signal under a seed
+    module = LiftModule(build_net(cfg), unit.variant, data, n, cfg, unit.seed)
+    sampler = EpochBatchSampler(n, cfg.batch_size, unit.seed)
+    loader = DataLoader(TensorBatches(torch.arange(n)), sampler=sampler, batch_size=None)
+    fit_resumable(module, loader, None, cfg.epochs, resume_dir)
+    return TrainedUnit(state=module.net.state_dict(), history=module.history)
+
+
+def preview(data: dict, scene: int = 0) -> dict[str, np.ndarray]:
+    """One held-out scene (points, cameras, teacher masks, labels) for the plots."""
+    keys = ("points", "ids", "n_objects", "sigma", "R", "t", "masks", "mask_count", "labels")
+    out = {k: np.asarray(data[f"test_{k}"])[scene] for k in keys}
+    out["intrinsics"] = np.asarray(data["intrinsics"])
+    return out
+
+
+def restore(unit: Unit, cfg: LiftGSConfig, data: dict, state: dict) -> torch.nn.Module:
+    net = build_net(cfg)
+    net.load_state_dict(state)
+    net.preview = preview(data)  # a held-out scene to draw (plain attribute, not state)
+    return net.eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def test_logits(model, data: dict, batch: int = 8) -> np.ndarray:
+    import torch
+
+    points = torch.from_numpy(np.asarray(data["test_points"], np.float32))
+    with torch.inference_mode():
+        return torch.cat([model(points[i : i + batch]) for i in range(0, len(points), batch)])
+
+
+def evaluate_unit(
+    model: torch.nn.Module, unit: Unit, cfg: LiftGSConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
+    from reprolab.methods.lift_gs.net import instance_ious
+
+    logits = test_logits(model, data).numpy()
+    ids, n_obj = np.asarray(data["test_ids"]), np.asarray(data["test_n_objects"])
+    occluded = np.asarray(data["test_occluded"]).astype(bool)
+    all_iou, occ_iou, vis_iou = [], [], []
+    for i in range(len(logits)):
+        ious = instance_ious(logits[i], ids[i], int(n_obj[i]))
+        all_iou += list(ious)
+        occ_iou += list(ious[occluded[i, : n_obj[i]]])
+        vis_iou += list(ious[~occluded[i, : n_obj[i]]])
+    return {
+        "miou": float(np.mean(all_iou)),
+        "miou_occluded": float(np.mean(occ_iou)),
+        "miou_visible": float(np.mean(vis_iou)),
+        "final_train_loss": float(history[-1]["train_loss"]) if history else float("nan"),
+    }
+
+
+def example_input(unit: Unit, cfg: LiftGSConfig, data: dict) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(np.asarray(data["test_points"], np.float32)[:4])
+
+
+def calibration_inputs(unit: Unit, cfg: LiftGSConfig, data: dict, model) -> list:
+    """Training scenes (never held-out ones) calibrate the quantizers."""
+    import torch
+
+    return [torch.from_numpy(np.asarray(data["train_points"], np.float32)[:8])]
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+    from reprolab.methods.lift_gs import plots as figs
+
+    return [
+        figs.miou_by_variant(table, out_dir / "miou_by_variant.png"),
+        figs.scaling_curve(table, out_dir / "render_scaling.png"),
+        figs.rendered_vs_teacher(trained, out_dir / "rendered_vs_teacher.png"),
+        figs.loss_curves(trained, out_dir / "train_loss_by_epoch.png"),
+    ]
