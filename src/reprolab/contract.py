@@ -84,6 +84,11 @@ class MethodConfig(StrictConfig):
     variants: list[str] | None = None
 
 
+def _id_part(value: ParamValue) -> str:
+    """A parameter value as it appears in a unit id (and so in file names)."""
+    return str(value).replace("/", "-").replace(" ", "_")
+
+
 @dataclass(frozen=True)
 class Unit:
     """One independent piece of work: a (task, variant, seed) triple plus the unit's
@@ -101,9 +106,15 @@ class Unit:
 
     @property
     def id(self) -> str:
-        if self.seed is None:
-            return f"{self.task}__{self.variant}"
-        return f"{self.task}__{self.variant}__s{self.seed}"
+        """``task__variant__s<seed>`` (no seed part for a seed-free unit), then the unit's
+        parameters, ``__k=v,k2=v2``, when it has any: units that differ only in a
+        parameter are different units (file names, MLflow run names, resume state)."""
+        base = f"{self.task}__{self.variant}"
+        if self.seed is not None:
+            base += f"__s{self.seed}"
+        if self.params:
+            base += "__" + ",".join(f"{k}={_id_part(v)}" for k, v in self.params)
+        return base
 
     @property
     def seed_free(self) -> bool:

@@ -53,7 +53,11 @@ def test_unit_params_are_hashable_sorted_and_round_trip():
     assert a == b and hash(a) == hash(b)
     assert a.params == (("beta", 0.5), ("k", 2)) and a.param == {"beta": 0.5, "k": 2}
     assert Unit.from_json(a.as_json()) == a
-    assert a.id == "t__v__s0"
+    assert a.id == "t__v__s0__beta=0.5,k=2"
+    # units that differ only in a parameter have different ids
+    assert Unit("t", "v", 0, {"k": 3}).id != Unit("t", "v", 0, {"k": 2}).id
+    assert Unit("t", "v", 0).id == "t__v__s0"
+    assert "/" not in Unit("t", "v", None, {"path": "a/b"}).id
 
 
 def test_seed_free_unit_has_no_seed_in_its_id():
