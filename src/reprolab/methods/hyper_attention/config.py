@@ -52,7 +52,7 @@ class HyperAttentionConfig(MethodConfig):
     #: the same for colliding agents (the paper's targets are noise-free; a small noise
     #: keeps the noise-floor metric defined)
     agents_noise: float = Field(default=0.01, gt=0)
-    n_train: int = Field(default=2000, ge=16)
+    n_train: int = Field(default=1000, ge=16)
     n_val: int = Field(default=200, ge=8)
     n_test: int = Field(default=300, ge=8)
     #: parameter budgets of the baselines, as multiples of the method's count on a task
@@ -64,11 +64,11 @@ class HyperAttentionConfig(MethodConfig):
     #: learning rate for the linear attention modules, one for the softmax transformers
     #: (each the best of {0.003, 0.01, 0.03, 0.1} by validation error on seed 0 of one
     #: task, chosen before any claim was evaluated)
-    steps: int = Field(default=400, ge=1)
+    steps: int = Field(default=150, ge=1)
     batch: int = Field(default=64, ge=1)
     lr_linear: float = Field(default=0.1, gt=0)
-    lr_softmax: float = Field(default=0.03, gt=0)
-    history_every: int = Field(default=50, ge=1)
+    lr_softmax: float = Field(default=0.01, gt=0)
+    history_every: int = Field(default=25, ge=1)
     data_seed: int = Field(default=0, ge=0)
 
     @field_validator("l_test")
@@ -118,11 +118,11 @@ PREPARE_KEYS = (
 PROFILE_DEFAULTS = {
     "smoke": {},
     "paper": {
-        "n_train": 8000,
-        "n_test": 1000,
+        "n_train": 4000,
         "n_val": 500,
-        "steps": 2000,
-        "batch": 128,
+        "n_test": 500,
+        "steps": 800,
         "scales": [1.0, 4.0],
+        "history_every": 50,
     },
 }

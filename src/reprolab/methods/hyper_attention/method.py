@@ -184,7 +184,7 @@ def train_unit(
     torch.manual_seed(1000 * seed + _family_index(unit.param["family"]))
     model = _network(unit, cfg, data)
     lr = cfg.lr_linear if unit.variant in LINEAR else cfg.lr_softmax
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.steps)
     gen = torch.Generator().manual_seed(seed)
     history, running = [], []
