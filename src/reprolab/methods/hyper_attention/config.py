@@ -121,7 +121,7 @@ PROFILE_DEFAULTS = {
         "n_train": 4000,
         "n_val": 500,
         "n_test": 500,
-        "steps": 800,
+        "steps": 500,
         "scales": [1.0, 4.0],
         "history_every": 50,
     },

@@ -82,9 +82,12 @@ def prepare(
     return datasets, meta
 
 
-def splits(cfg: HyperAttentionConfig, data: dict, seed: int) -> dict[str, dict[str, np.ndarray]]:
+def splits(
+    cfg: HyperAttentionConfig, data: dict, seed: int, parts: Sequence[str] | None = None
+) -> dict[str, dict[str, np.ndarray]]:
     """The seed's samples: ``train`` and ``val`` at l_train, ``test_L<n>`` at l_train and
-    every size of l_test (seeded by (data_seed, family, seed), so identical on every call)."""
+    every size of l_test (or only ``parts``). Each part has its own random stream, seeded
+    by (data_seed, family, seed, part), so it is identical on every call."""
     family = FAMILIES[int(np.asarray(data["family"])[0])]
     prefix = f"s{seed}_"
     params = {k[len(prefix) :]: np.asarray(v) for k, v in data.items() if k.startswith(prefix)}
@@ -92,13 +95,17 @@ def splits(cfg: HyperAttentionConfig, data: dict, seed: int) -> dict[str, dict[s
     cards = tuple(int(c) for c in np.asarray(data["cards"]))
     task = Interaction(family, cards, params)
     noise = float(np.asarray(data["noise"])[0])
-    rng = np.random.default_rng([cfg.data_seed, _family_index(family), seed, 1])
-    parts = {
+    sizes = {
         "train": (cfg.n_train, cfg.l_train),
         "val": (cfg.n_val, cfg.l_train),
         **{f"test_L{n}": (cfg.n_test, n) for n in (cfg.l_train, *cfg.l_test)},
     }
-    return {part: sample(task, rng, n, length, scale, noise) for part, (n, length) in parts.items()}
+    out = {}
+    for index, (part, (n, length)) in enumerate(sizes.items()):
+        if parts is None or part in parts:
+            rng = np.random.default_rng([cfg.data_seed, _family_index(family), seed, index])
+            out[part] = sample(task, rng, n, length, scale, noise)
+    return out
 
 
 def units(cfg: HyperAttentionConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
@@ -176,7 +183,7 @@ def train_unit(
 
     torch.set_num_threads(1)  # tiny matrices: extra threads only synchronise
     seed = unit.seed
-    parts = splits(cfg, data, seed)
+    parts = splits(cfg, data, seed, ("train", "val"))
     x = _codes(data, parts["train"]["ents"])
     y = torch.as_tensor(parts["train"]["y"])
     x_val = _codes(data, parts["val"]["ents"])
@@ -223,7 +230,8 @@ def evaluate_unit(
     from reprolab.core.transformer import n_params
 
     noise = float(np.asarray(data["noise"])[0])
-    parts = splits(cfg, data, unit.seed)
+    tests = [f"test_L{n}" for n in (cfg.l_train, *cfg.l_test)]
+    parts = splits(cfg, data, unit.seed, tests)
     out: dict[str, float] = {}
     for n in (cfg.l_train, *cfg.l_test):
         x = _codes(data, parts[f"test_L{n}"]["ents"])
@@ -244,8 +252,8 @@ def evaluate_unit(
 
 
 def example_input(unit: Unit, cfg: HyperAttentionConfig, data: dict) -> torch.Tensor:
-    parts = splits(cfg, data, unit.seed)
-    return _codes(data, parts[f"test_L{cfg.l_train}"]["ents"])[:64]
+    part = f"test_L{cfg.l_train}"
+    return _codes(data, splits(cfg, data, unit.seed, (part,))[part]["ents"])[:64]
 
 
 def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:

@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
 
 ORDER = ("ha3", "hfa", "lsa", "sa1", "sa2")
+COLOR = dict(zip(ORDER, ("C3", "C2", "C0", "C1", "C4"), strict=True))
 _SIZE = re.compile(r"^nmse_L(\d+)$")
 
 
@@ -35,14 +36,16 @@ def ood_curves(table: pd.DataFrame, path: Path, precision: str = "fp32") -> Path
         part = rows[rows.family == family]
         for variant in (v for v in ORDER if v in set(part.variant)):
             curve = part[part.variant == variant].groupby("L").value.mean()
-            ax.plot(curve.index, curve.to_numpy(), marker="o", ms=3, label=variant)
+            ax.plot(
+                curve.index, curve.to_numpy(), marker="o", ms=3, label=variant, c=COLOR[variant]
+            )
         for l_train in part.l_train.unique():
             ax.axvline(float(l_train), color="grey", ls=":", lw=0.8)
         ax.set_yscale("log")
         ax.set_xlabel("population size L")
         ax.set_title(family, fontsize=9)
+        ax.legend(fontsize=7)
     panels[0][0].set_ylabel("test MSE / Var(target)")
-    panels[0][0].legend(fontsize=7)
     fig.suptitle(f"Error vs population size (trained at the dotted L; {precision})", fontsize=9)
     return save_figure(fig, path, dpi=100)
 
@@ -56,12 +59,12 @@ def learning_curves(trained, path: Path) -> Path:
         for variant in ORDER:
             series = curves.get(f"{family} {variant}")
             if series is not None:
-                ax.plot(series.index, series.to_numpy(), label=variant)
+                ax.plot(series.index, series.to_numpy(), label=variant, c=COLOR[variant])
         ax.set_yscale("log")
         ax.set_xlabel("step")
         ax.set_title(family, fontsize=9)
+        ax.legend(fontsize=7)
     panels[0][0].set_ylabel("validation MSE / Var(target)")
-    panels[0][0].legend(fontsize=7)
     fig.suptitle("Learning curves (training size, mean over seeds)", fontsize=9)
     return save_figure(fig, path, dpi=100)
 
@@ -79,12 +82,13 @@ def error_vs_params(table: pd.DataFrame, path: Path, precision: str = "fp32") ->
         part = means[means.family == family]
         for variant in (v for v in ORDER if v in set(part.variant)):
             pts = part[part.variant == variant].sort_values("n_params")
-            ax.plot(pts.n_params, pts.nmse_id, marker="o", ms=4, label=variant)
-        ax.set_xscale("log")
+            ax.plot(pts.n_params, pts.nmse_id, marker="o", ms=4, label=variant, c=COLOR[variant])
+        if part.n_params.max() > 3 * part.n_params.min():
+            ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("parameters")
         ax.set_title(family, fontsize=9)
+        ax.legend(fontsize=7)
     panels[0][0].set_ylabel("test MSE / Var(target) at the training L")
-    panels[0][0].legend(fontsize=7)
     fig.suptitle(f"Error vs parameter count ({precision})", fontsize=9)
     return save_figure(fig, path, dpi=100)
