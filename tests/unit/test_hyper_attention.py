@@ -213,3 +213,29 @@ def test_config_rejects_the_training_size_among_the_test_sizes():
         HyperAttentionConfig(l_train=20, l_test=[10, 20])
     with pytest.raises(pydantic.ValidationError, match="scales"):
         HyperAttentionConfig(scales=[2.0])
+
+
+def test_samples_are_a_function_of_task_seed_and_part():
+    """Evaluate regenerates the test sets that training never saw: asking for one part
+    gives the same arrays as asking for all of them, and different seeds differ."""
+    from reprolab.methods.hyper_attention import method
+
+    cfg = HyperAttentionConfig(
+        families=["threeway"], n_train=16, n_val=8, n_test=8, l_train=4, l_test=[3, 6]
+    )
+    data, _ = method.prepare(cfg, (0, 1), None, {})
+    task = data["threeway"]
+    every = method.splits(cfg, task, 0)
+    one = method.splits(cfg, task, 0, ["test_L6"])
+    assert set(one) == {"test_L6"} and set(every) == {
+        "train",
+        "val",
+        "test_L4",
+        "test_L3",
+        "test_L6",
+    }
+    for key in ("ents", "clean", "y"):
+        np.testing.assert_array_equal(one["test_L6"][key], every["test_L6"][key])
+    assert every["test_L6"]["ents"].shape == (8, 6, 1)
+    other = method.splits(cfg, task, 1, ["test_L6"])
+    assert not np.array_equal(other["test_L6"]["clean"], one["test_L6"]["clean"])
