@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
 
@@ -85,6 +86,7 @@ def error_vs_params(table: pd.DataFrame, path: Path, precision: str = "fp32") ->
             ax.plot(pts.n_params, pts.nmse_id, marker="o", ms=4, label=variant, c=COLOR[variant])
         if part.n_params.max() > 3 * part.n_params.min():
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yscale("log")
         ax.set_xlabel("parameters")
         ax.set_title(family, fontsize=9)
