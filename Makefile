@@ -57,6 +57,7 @@ bench: venv
 	$(BIN)/python bench/bench_semiclipped.py --out bench/results/semiclipped.json
 	$(BIN)/python bench/bench_bdia.py --out bench/results/bdia.json
 	$(BIN)/python bench/bench_lift_gs.py
+	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv

@@ -103,10 +103,12 @@ def test_empty_generation_is_a_failed_sample(tok):
     handle = model.register_forward_hook(force_eos, with_kwargs=True)
     try:
         out = lm.generate(model, tok, PROMPTS[:2], 8)
+        fixed = lm.generate(model, tok, PROMPTS[:1], 8, ignore_eos=True)
     finally:
         handle.remove()
-    assert out.texts == ["", ""]
+    assert out.texts == ["", ""] and out.tokens == [[], []]
     assert out.finish_reasons == ["empty", "empty"] and out.failed == [True, True]
+    assert fixed.tokens == [[eos] * 8]  # a fixed-length run goes on past EOS
 
 
 def test_int8_quantizes_every_linear_and_keeps_logits_close(tok):

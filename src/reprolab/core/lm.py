@@ -336,6 +336,7 @@ def generate(
     stop: Sequence[str] = (),
     batch_size: int = 8,
     too_long: Literal["fail", "raise"] = "fail",
+    ignore_eos: bool = False,
 ) -> Generation:
     """Continue each prompt by at most ``max_new_tokens`` tokens (batched, KV cache).
 
@@ -343,7 +344,8 @@ def generate(
     (restricted to the top-``top_p`` mass) with a generator seeded by ``(seed, prompt
     index)``. A completion ends at an EOS token, at the first of the ``stop`` strings
     (the text is cut before it), at ``max_new_tokens``, or where the context window is
-    full. Prompts are batched by length (left padding, position ids counted from each
+    full (``ignore_eos``: generation goes on past EOS, for fixed-length benchmarks).
+    Prompts are batched by length (left padding, position ids counted from each
     prompt's first real token), so results do not depend on the batching.
     """
     import torch
@@ -376,7 +378,7 @@ def generate(
         else:
             runnable.append(i)
     runnable.sort(key=lambda i: -len(encoded[i]))  # similar lengths share a batch
-    eos = _eos_ids(model, tokenizer)
+    eos = set() if ignore_eos else _eos_ids(model, tokenizer)
     pad = _pad_id(tokenizer)
     was_training = model.training
     model.eval()
