@@ -188,7 +188,7 @@ def bench_lora(folder: Path, steps: int) -> dict:
 
     timer = StepTimes()
     trainer = make_trainer(1, None, callbacks=[timer], limit_train_batches=steps + 1)
-    trainer.fit(module, batches)
+    trainer.fit(module, torch.utils.data.DataLoader(batches, batch_size=None))
     lightning_s = statistics.median(timer.times[1:])  # the first step is a warm-up
 
     module, _ = fresh()

@@ -166,7 +166,7 @@ def load_gguf(dtype: str = "float32"):
 
     hf_logging.disable_progress_bar()  # one bar per tensor in a stage log
     path = gguf_path()
-    tokenizer = load_gguf_tokenizer()
+    tokenizer = load_tokenizer()  # from the GGUF, or the per-user cache of it
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
     quantizer = getattr(model, "hf_quantizer", None)
     if quantizer is not None:
@@ -337,6 +337,7 @@ def generate(
     batch_size: int = 8,
     too_long: Literal["fail", "raise"] = "fail",
     ignore_eos: bool = False,
+    verbose: bool = False,
 ) -> Generation:
     """Continue each prompt by at most ``max_new_tokens`` tokens (batched, KV cache).
 
@@ -347,6 +348,8 @@ def generate(
     full (``ignore_eos``: generation goes on past EOS, for fixed-length benchmarks).
     Prompts are batched by length (left padding, position ids counted from each
     prompt's first real token), so results do not depend on the batching.
+    ``verbose``: one progress line (prompts, new tokens, tokens/s, failures) on stderr;
+    the method's evaluate hook logs :attr:`Generation.tokens_per_s` as a metric.
     """
     import torch
 
@@ -409,7 +412,16 @@ def generate(
         if not texts[i].strip():
             reasons[i] = "empty"
             errors[i] = "the model generated no text"
-    return Generation(texts, tokens, [len(e) for e in encoded], reasons, seconds, errors)
+    out = Generation(texts, tokens, [len(e) for e in encoded], reasons, seconds, errors)
+    if verbose:
+        from reprolab.core.tracking import log
+
+        log(
+            f"generated {out.new_tokens} tokens for {n} prompts in {seconds:.1f}s "
+            f"({out.tokens_per_s:.1f} tokens/s, batch {batch_size}); "
+            f"{sum(out.failed)} failed"
+        )
+    return out
 
 
 def _generate_batch(
