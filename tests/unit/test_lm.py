@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from reprolab.core import lm
+from reprolab.core import lm, quant
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog because",
@@ -15,6 +15,16 @@ PROMPTS = [
     "1 + 1 =",
     "Hello",
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny matrices: with two threads on a busy machine every kernel waits for a core
+    (measured 20x slower than one thread here)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +138,15 @@ def test_int8_quantizes_every_linear_and_keeps_logits_close(tok):
     assert float((got.argmax(-1) == ref.argmax(-1)).float().mean()) > 0.9
     out = lm.generate(q, tok, PROMPTS, 6)  # the int8 model generates through the same loop
     assert all(len(t) > 0 for t in out.tokens)
+    # down projections kept in fp32: exactly those layers are plain nn.Linear again
+    mixed = lm.quantize(model, "int8_dynamic", keep_fp32=lm.INT8_SENSITIVE)
+    plain = {n for n, m in mixed.named_modules() if type(m) is torch.nn.Linear}
+    assert plain == {"model.layers.0.mlp.down_proj", "model.layers.1.mlp.down_proj"}
+    assert torch.equal(
+        mixed.model.layers[0].mlp.down_proj.weight, model.model.layers[0].mlp.down_proj.weight
+    )
+    cov = quant.coverage(model, mixed)
+    assert cov["full_precision"]["Linear"] == 2 * 128 * 64
 
 
 def test_completion_batches_label_only_the_completion(tok):
