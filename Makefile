@@ -20,12 +20,13 @@ export WARM_IMPORTS := from reprolab import worker; worker.preload(); import dvc
 .PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper
 
 venv: $(STAMP)
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# torch==2.13.0 is pinned in the lock, so pip takes the CPU build.
 	# --no-compile: byte-compiling every installed file costs ~70 s of the install; the
 	# import below compiles what the pipeline and the tests really import (~20 s).
 	$(BIN)/pip install --disable-pip-version-check -q --no-compile -r requirements.lock
+	$(BIN)/pip install --disable-pip-version-check -q --no-compile --no-deps -r requirements-nodeps.lock
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -c "$$WARM_IMPORTS"
 	touch $(STAMP)
@@ -57,6 +58,7 @@ bench: venv
 	$(BIN)/python bench/bench_bdia.py --out bench/results/bdia.json
 	$(BIN)/python bench/bench_lift_gs.py
 	$(BIN)/python bench/bench_sandbox.py --out bench/results/sandbox.json
+	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv

@@ -66,19 +66,26 @@ def test_readme_states_claims_and_verdicts(spec: MethodSpec):
     assert "Verdicts" in text
 
 
+_BUILT: dict[str, object] = {}  # asset name -> folder, built once per test session
+
+
 def build_assets(spec: MethodSpec, folder) -> dict:
-    """Build the assets a method reads (smoke defaults) the way assets@<name> does."""
+    """Build the assets a method reads (smoke defaults) the way assets@<name> does, each
+    once per session (the first build stays in that test's folder; hooks only read it,
+    and a model asset such as smollm2 takes tens of seconds to build)."""
     import importlib
 
     out = {}
     for name in spec.assets:
-        asset = registry.asset(name)
-        cfg = config.asset_config(name, "smoke", {}, "defaults")
-        module, func = asset.build.split(":")
-        target = folder / name
-        target.mkdir(parents=True)
-        getattr(importlib.import_module(module), func)(cfg, target, folder / "raw")
-        out[name] = target
+        if name not in _BUILT:
+            asset = registry.asset(name)
+            cfg = config.asset_config(name, "smoke", {}, "defaults")
+            module, func = asset.build.split(":")
+            target = folder / name
+            target.mkdir(parents=True)
+            getattr(importlib.import_module(module), func)(cfg, target, folder / "raw")
+            _BUILT[name] = target
+        out[name] = _BUILT[name]
     return out
 
 
