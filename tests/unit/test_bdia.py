@@ -73,6 +73,8 @@ def test_bdia_saves_fewer_activation_bytes_than_stored_graph():
     signs = [torch.tensor([1, -1, 1, -1]) for _ in blocks]
     b = _saved_bytes(lambda: bdia_features(blocks, x, signs, 9))
     p = _saved_bytes(lambda: plain_features(blocks, x, signs))
-    # two int64 states and five parity bits per element, against every block's graph
-    assert b == 4 * 9 * 16 * (2 * 8 + 5)
+    # six blocks: int8 signs, two int32 states and five packed parity bits per activation,
+    # against every block's graph
+    n = 4 * 9 * 16  # activations per state
+    assert b == 6 * 4 + 2 * 4 * n + 5 * (n // 8)
     assert b < p / 3
