@@ -1,7 +1,8 @@
 """BDIA hooks for the pipeline stages (see reprolab.contract.MethodHooks).
 
 Units: one tiny ViT per (dataset, variant, seed); variants ``standard`` and ``bdia``
-train the same architecture. Evaluation is at gamma = 0 (the standard forward) for both.
+train the same architecture. Evaluation is at gamma = 0 (the standard forward; for BDIA
+with block inputs on its fixed-point grid, ``model.FixedPointViT``).
 The training-time measurements (activation bytes held for backward, per epoch) come from
 the history; the reconstruction check runs the BDIA forward and inverse on the evaluated
 model's own blocks (fp32, or the quantized blocks at int8 / RTN / Bit-DGDM).
@@ -54,7 +55,8 @@ def train_unit(
     import torch
 
     from reprolab.core.training import fit_supervised
-    from reprolab.methods.bdia.model import ViTClassifier, build_vit
+    from reprolab.methods.bdia.model import build_vit
+    from reprolab.methods.bdia.module import ViTClassifier
 
     x_tr, y_tr = datasets.part_tensors(data, "train")
     x_va, y_va = datasets.part_tensors(data, "val")
@@ -68,11 +70,11 @@ def train_unit(
 
 
 def restore(unit: Unit, cfg: BDIAConfig, data: dict, state: dict) -> torch.nn.Module:
-    from reprolab.methods.bdia.model import build_vit
+    from reprolab.methods.bdia.model import FixedPointViT, build_vit
 
     net = build_vit(_n_features(data), cfg)
     net.load_state_dict(state)
-    return net.eval()
+    return (FixedPointViT(net, cfg.bits) if unit.variant == "bdia" else net).eval()
 
 
 # ---------------------------------------------------------------- evaluate

@@ -2,8 +2,10 @@
 
 Every variant trains the same network (``core.transformer.vit``: patch embedding, pre-norm
 blocks, final norm, linear head). At inference gamma = 0 for BDIA, which is the standard
-transformer's forward, so the trained object of every variant is a plain ``Encoder``
-whose ``nn.Linear`` layers the quantize stage reaches.
+transformer's forward "up to activation quantization" (the paper's abstract): the BDIA
+model is evaluated as :class:`FixedPointViT`, the same ``Encoder`` with every block
+input rounded to the ``2**-bits`` grid, as the training forward holds it. Its
+``nn.Linear`` layers are what the quantize stage reaches.
 
 - ``standard``: ``x_{k+1} = x_k + h_k(x_k)``; autograd stores every block's activations.
 - ``bdia``: ``x_1 = x_0 + h_0(x_0)``, ``x_{k+1} = g x_{k-1} + (1 - g) x_k + (1 + g) h_k(x_k)``
@@ -17,9 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from reprolab.core.training import ClassifierModule
 from reprolab.core.transformer import Encoder, vit
-from reprolab.methods.bdia.memory import SavedBytes
 from reprolab.methods.bdia.reversible import bdia_features
 
 
@@ -52,39 +52,35 @@ def draw_signs(n: int, depth: int, gen: torch.Generator) -> list[torch.Tensor]:
     return list(torch.randint(0, 2, (depth, n), generator=gen) * 2 - 1)
 
 
+def fixed_point_logits(net: Encoder, x: torch.Tensor, bits: int) -> torch.Tensor:
+    """gamma = 0: ``X_{k+1} = round(2**bits (x_k + h_k(x_k)))``, the standard forward with
+    activations on the fixed-point grid."""
+    scale = 2.0**bits
+    h = torch.round(net.embed(x) * scale) / scale
+    for block in net.blocks:
+        h = torch.round(block(h) * scale) / scale
+    return net.readout(h)
+
+
+class FixedPointViT(torch.nn.Module):
+    """The trained BDIA network at inference (gamma = 0, fixed-point activations)."""
+
+    def __init__(self, net: Encoder, bits: int) -> None:
+        super().__init__()
+        self.net, self.bits = net, bits
+
+    @property
+    def embed(self):
+        return self.net.embed
+
+    @property
+    def blocks(self):
+        return self.net.blocks
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return fixed_point_logits(self.net, x, self.bits)
+
+
 def bdia_logits(net: Encoder, x: torch.Tensor, signs, bits: int) -> torch.Tensor:
     """The BDIA training forward (the custom autograd stack between embed and head)."""
     return net.readout(bdia_features(net.blocks, net.embed(x), signs, bits))
-
-
-class ViTClassifier(ClassifierModule):
-    """Cross-entropy, Adam with a cosine schedule (``ClassifierModule``); the training
-    forward is the variant's. Every training step counts the activation bytes it holds
-    for backward (``SavedBytes``); the epoch's largest count goes into the history."""
-
-    def __init__(self, net: Encoder, variant: str, bits: int, seed: int, lr: float, epochs: int):
-        super().__init__(net, lr=lr, epochs=epochs)
-        self.variant, self.bits, self.seed = variant, bits, seed
-        self._saved_max = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.training and self.variant == "bdia":
-            # gamma signs are a function of (seed, step): a resumed run draws the same
-            gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.global_step)
-            signs = draw_signs(len(x), len(self.net.blocks), gen)
-            return bdia_logits(self.net, x, signs, self.bits)
-        return self.net(x)
-
-    def training_step(self, batch, batch_idx):
-        counter = SavedBytes(self.parameters())
-        with counter.counting():
-            loss = super().training_step(batch, batch_idx)
-        self._saved_max = max(self._saved_max, counter.bytes)
-        return loss
-
-    def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking:
-            return
-        super().on_validation_epoch_end()
-        self.history[-1]["saved_mb"] = self._saved_max / 2**20
-        self._saved_max = 0
