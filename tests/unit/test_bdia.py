@@ -234,3 +234,23 @@ def test_config_errors_name_the_key():
     ):
         with pytest.raises(pydantic.ValidationError, match=key):
             BDIAConfig(**bad)
+
+
+def test_revvit_gradient_matches_the_stored_graph_and_keeps_two_streams():
+    from reprolab.methods.bdia.revvit import rev_forward, revvit_features
+
+    blocks = _blocks(3, 8, 4).double()
+    h = torch.randn(3, 5, 8, dtype=torch.float64)
+    w = torch.randn(3, 5, 8, dtype=torch.float64)
+    ha = h.clone().requires_grad_(True)
+    (revvit_features(blocks, ha) * w).sum().backward()
+    ga = [ha.grad] + [p.grad.clone() for p in blocks.parameters()]
+    blocks.zero_grad()
+    hb = h.clone().requires_grad_(True)
+    y1, y2 = rev_forward(blocks, hb)
+    (((y1 + y2) / 2) * w).sum().backward()
+    gb = [hb.grad] + [p.grad.clone() for p in blocks.parameters()]
+    for a, b in zip(ga, gb, strict=True):
+        assert torch.allclose(a, b, atol=1e-9)
+    saved = _saved_bytes(lambda: revvit_features(blocks, ha))
+    assert saved == 2 * 3 * 5 * 8 * 8  # the last two float64 streams only

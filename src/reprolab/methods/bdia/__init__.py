@@ -42,6 +42,12 @@ SPEC = MethodSpec(
             "the same ViT trained as a standard transformer (activations stored)",
             metrics=_COMMON,
         ),
+        Variant(
+            "revvit",
+            "RevViT-style two-stream reversible ViT (same blocks, float inversion in "
+            "backward; a different architecture at inference)",
+            metrics=_COMMON,
+        ),
     ),
     claims=CLAIMS,
     quantization=Quantization(schemes=("int8_dynamic",)),

@@ -25,7 +25,7 @@ class BDIAConfig(MethodConfig):
     depth: int = Field(default=4, ge=2, le=24)
     heads: int = Field(default=2, ge=1)
     mlp_ratio: float = Field(default=2.0, gt=0)
-    epochs: int = Field(default=12, ge=1)
+    epochs: int = Field(default=10, ge=1)
     batch_size: int = Field(default=64, ge=2)
     lr: float = Field(default=3e-3, gt=0)
     #: fixed-point fraction bits of the BDIA activations (the paper's l = 9)
@@ -46,12 +46,9 @@ PROFILE_DEFAULTS = {
     "smoke": {},
     "paper": {
         "datasets": ["mnist", "fashion_mnist"],
-        "max_rows": 5000,
-        "patches_per_side": 4,
-        "dim": 64,
+        "max_rows": 3000,
         "depth": 6,
-        "heads": 4,
-        "epochs": 12,
+        "epochs": 10,
         "recon_batches": 24,
         "recon_batch": 32,
     },

@@ -71,10 +71,13 @@ def train_unit(
 
 def restore(unit: Unit, cfg: BDIAConfig, data: dict, state: dict) -> torch.nn.Module:
     from reprolab.methods.bdia.model import FixedPointViT, build_vit
+    from reprolab.methods.bdia.revvit import RevViT
 
     net = build_vit(_n_features(data), cfg)
     net.load_state_dict(state)
-    return (FixedPointViT(net, cfg.bits) if unit.variant == "bdia" else net).eval()
+    if unit.variant == "bdia":
+        return FixedPointViT(net, cfg.bits).eval()
+    return (RevViT(net) if unit.variant == "revvit" else net).eval()
 
 
 # ---------------------------------------------------------------- evaluate

@@ -8,6 +8,7 @@ from reprolab.core.training import ClassifierModule
 from reprolab.core.transformer import Encoder
 from reprolab.methods.bdia.memory import SavedBytes
 from reprolab.methods.bdia.model import bdia_logits, draw_signs, fixed_point_logits
+from reprolab.methods.bdia.revvit import RevViT, revvit_features
 
 
 class ViTClassifier(ClassifierModule):
@@ -28,6 +29,10 @@ class ViTClassifier(ClassifierModule):
             return bdia_logits(self.net, x, signs, self.bits)
         if self.variant == "bdia":
             return fixed_point_logits(self.net, x, self.bits)
+        if self.variant == "revvit":
+            if self.training:
+                return self.net.readout(revvit_features(self.net.blocks, self.net.embed(x)))
+            return RevViT(self.net)(x)
         return self.net(x)
 
     def training_step(self, batch, batch_idx):
