@@ -46,10 +46,9 @@ PROFILE_DEFAULTS = {
     "smoke": {},
     "paper": {
         "datasets": ["mnist", "fashion_mnist"],
-        "max_rows": 3000,
+        "max_rows": 2500,
         "depth": 6,
-        "epochs": 10,
-        "recon_batches": 24,
+        "recon_batches": 12,
         "recon_batch": 32,
     },
 }
