@@ -254,3 +254,13 @@ def test_revvit_gradient_matches_the_stored_graph_and_keeps_two_streams():
         assert torch.allclose(a, b, atol=1e-9)
     saved = _saved_bytes(lambda: revvit_features(blocks, ha))
     assert saved == 2 * 3 * 5 * 8 * 8  # the last two float64 streams only
+
+
+def test_autograd_forward_equals_the_checked_forward():
+    from reprolab.methods.bdia.reversible import bdia_features, forward_states, to_float
+
+    blocks = _blocks(5, 8, 5)
+    x = torch.randn(4, 5, 8) * 3
+    signs = [torch.tensor([1, -1, -1, 1]) for _ in blocks]
+    states, _ = forward_states(blocks, x, signs, bits=9)
+    assert torch.equal(bdia_features(blocks, x, signs, 9), to_float(states[-1], 9))

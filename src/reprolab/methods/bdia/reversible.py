@@ -115,26 +115,33 @@ class BDIAStack(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x0, signs, bits, blocks, *params):
-        states, parities = forward_states(blocks, x0, list(signs), bits)
-        ctx.blocks, ctx.bits, ctx.shape = blocks, bits, states[-1].shape
+        # the forward of ``forward_states``, keeping two states at a time
+        with torch.no_grad():
+            q_prev = to_fixed(x0, bits)
+            x = to_float(q_prev, bits)
+            q_cur = to_fixed(x + blocks[0].delta(x), bits)
+            packed = []
+            for k in range(1, len(blocks)):
+                q_next, parity = bdia_step(blocks[k], q_prev, q_cur, signs[k], bits)
+                packed.append(pack_bits(parity))
+                q_prev, q_cur = q_cur, q_next
+        ctx.blocks, ctx.bits, ctx.shape = blocks, bits, q_cur.shape
         sign_table = torch.stack([s.to(torch.int8) for s in signs])
-        packed = [pack_bits(p) for p in parities]
-        last2, last = narrow_int32(states[-2]), narrow_int32(states[-1])
-        ctx.save_for_backward(sign_table, last2, last, *packed)
-        return to_float(states[-1], bits)
+        ctx.save_for_backward(sign_table, narrow_int32(q_prev), narrow_int32(q_cur), *packed)
+        return to_float(q_cur, bits)
 
     @staticmethod
     def backward(ctx, grad_out):
         blocks, bits, shape = ctx.blocks, ctx.bits, ctx.shape
         sign_table, q_km1, q_k, *packed = ctx.saved_tensors
         signs = [s.to(torch.int64) for s in sign_table]
-        parities = [unpack_bits(p, shape) for p in packed]
         params = [p for b in blocks for p in b.parameters()]
         pgrads = {id(p): torch.zeros_like(p) for p in params}
         a_next, a_cur = grad_out, torch.zeros_like(grad_out)
         q_cur, q_next = q_km1.to(torch.int64), q_k.to(torch.int64)
         for k in range(len(blocks) - 1, 0, -1):
-            q_prev = bdia_invert(blocks[k], q_cur, q_next, signs[k], parities[k - 1], bits)
+            parity = unpack_bits(packed[k - 1], shape)
+            q_prev = bdia_invert(blocks[k], q_cur, q_next, signs[k], parity, bits)
             g = 0.5 * signs[k].view(-1, *([1] * (grad_out.dim() - 1))).to(grad_out.dtype)
             bp = list(blocks[k].parameters())
             with torch.enable_grad():
