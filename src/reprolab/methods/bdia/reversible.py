@@ -1,13 +1,17 @@
 """Exact bit-level reversible BDIA update in integer (fixed-point) arithmetic.
 
-Activations are held as int64 multiples of ``2**-bits``. With ``g = sign * 1/2`` per
-sample, block k maps ``(X_{k-1}, X_k)`` to
+Activations are held as integer multiples of ``2**-bits``. With ``g = sign * 1/2`` per
+sample and block, block k >= 1 maps ``(X_{k-1}, X_k)`` to
 ``X_{k+1} = sign * floor(X_{k-1} / 2) + R_k(X_k)``, where
 ``R_k(X) = round(2**bits * ((1 - g) x + (1 + g) h_k(x)))`` depends on ``X_k`` only.
 The one bit lost by halving, ``s = X_{k-1} mod 2`` (the parity), is kept as side
-information, so ``X_{k-1} = 2 * sign * (X_{k+1} - R_k(X_k)) + s`` exactly (no
-round-half-to-even on the halved term: integer floor division only).
-The first update is ``x1 = x0 + h0(x0)``, inverted by storing x0 (one block).
+information (1 bit per activation per block, bit-packed), so
+``X_{k-1} = 2 * sign * (X_{k+1} - R_k(X_k)) + s`` exactly: integer floor division
+only, no round-half-to-even on the halved term, and ``R_k`` is recomputed from the very
+same integer ``X_k``, so any deterministic block (also a quantized one) inverts exactly.
+The first update ``X_1 = round(2**bits (x_0 + h_0(x_0)))`` is not inverted: ``X_0`` is
+recovered by block 1's inversion, so the last two states and the parity bits
+reconstruct every state ``X_0 .. X_K``.
 """
 
 from __future__ import annotations
@@ -74,28 +78,70 @@ def reconstruct(blocks, q_last2, q_last, signs, parities, bits: int):
     return rec
 
 
+def pack_bits(bits: torch.Tensor) -> torch.Tensor:
+    """Bool tensor -> uint8 tensor holding 8 of its entries per byte (little-endian)."""
+    flat = bits.reshape(-1).to(torch.uint8)
+    flat = torch.cat([flat, flat.new_zeros((-len(flat)) % 8)])
+    weights = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.uint8)
+    return (flat.view(-1, 8) * weights).sum(1, dtype=torch.uint8)
+
+
+def unpack_bits(packed: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Inverse of :func:`pack_bits`: the bool tensor of ``shape``."""
+    shifts = torch.arange(8, dtype=torch.uint8)
+    flat = ((packed[:, None] >> shifts) & 1).reshape(-1)
+    n = 1
+    for d in shape:
+        n *= d
+    return flat[:n].view(shape).to(torch.bool)
+
+
+INT32 = torch.iinfo(torch.int32)
+
+
+def narrow_int32(q: torch.Tensor) -> torch.Tensor:
+    """A state as int32 for storage (fails loudly instead of wrapping around)."""
+    if q.numel() and (int(q.max()) > INT32.max or int(q.min()) < INT32.min):
+        raise OverflowError("a fixed-point activation does not fit in int32; lower `bits`")
+    return q.to(torch.int32)
+
+
 class BDIAStack(torch.autograd.Function):
-    """Forward through all blocks keeping only the last two states and the parity bits;
+    """Forward through all blocks keeping only the last two states (int32), the parity
+    bits (packed, 1 bit per activation per block) and the per-sample signs (int8);
     backward reconstructs each earlier state by exact inversion and recomputes the
-    block locally (straight-through for the rounding)."""
+    block locally (straight-through for the rounding). Everything backward reads goes
+    through ``save_for_backward``, so ``saved_tensors_hooks`` see all of it."""
 
     @staticmethod
     def forward(ctx, x0, signs, bits, blocks, *params):
-        states, parities = forward_states(blocks, x0, list(signs), bits)
-        ctx.blocks, ctx.bits, ctx.signs = blocks, bits, signs
-        ctx.save_for_backward(states[-2], states[-1], *parities)
-        return to_float(states[-1], bits)
+        # the forward of ``forward_states``, keeping two states at a time
+        with torch.no_grad():
+            q_prev = to_fixed(x0, bits)
+            x = to_float(q_prev, bits)
+            q_cur = to_fixed(x + blocks[0].delta(x), bits)
+            packed = []
+            for k in range(1, len(blocks)):
+                q_next, parity = bdia_step(blocks[k], q_prev, q_cur, signs[k], bits)
+                packed.append(pack_bits(parity))
+                q_prev, q_cur = q_cur, q_next
+        ctx.blocks, ctx.bits, ctx.shape = blocks, bits, q_cur.shape
+        sign_table = torch.stack([s.to(torch.int8) for s in signs])
+        ctx.save_for_backward(sign_table, narrow_int32(q_prev), narrow_int32(q_cur), *packed)
+        return to_float(q_cur, bits)
 
     @staticmethod
     def backward(ctx, grad_out):
-        blocks, bits, signs = ctx.blocks, ctx.bits, ctx.signs
-        q_km1, q_k, *parities = ctx.saved_tensors
+        blocks, bits, shape = ctx.blocks, ctx.bits, ctx.shape
+        sign_table, q_km1, q_k, *packed = ctx.saved_tensors
+        signs = [s.to(torch.int64) for s in sign_table]
         params = [p for b in blocks for p in b.parameters()]
         pgrads = {id(p): torch.zeros_like(p) for p in params}
         a_next, a_cur = grad_out, torch.zeros_like(grad_out)
-        q_cur, q_next = q_km1, q_k
+        q_cur, q_next = q_km1.to(torch.int64), q_k.to(torch.int64)
         for k in range(len(blocks) - 1, 0, -1):
-            q_prev = bdia_invert(blocks[k], q_cur, q_next, signs[k], parities[k - 1], bits)
+            parity = unpack_bits(packed[k - 1], shape)
+            q_prev = bdia_invert(blocks[k], q_cur, q_next, signs[k], parity, bits)
             g = 0.5 * signs[k].view(-1, *([1] * (grad_out.dim() - 1))).to(grad_out.dtype)
             bp = list(blocks[k].parameters())
             with torch.enable_grad():

@@ -1,0 +1,126 @@
+"""BDIA hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+Units: one tiny ViT per (dataset, variant, seed); variants ``standard`` and ``bdia``
+train the same architecture. Evaluation is at gamma = 0 (the standard forward; for BDIA
+with block inputs on its fixed-point grid, ``model.FixedPointViT``).
+The training-time measurements (activation bytes held for backward, per epoch) come from
+the history; the reconstruction check runs the BDIA forward and inverse on the evaluated
+model's own blocks (fp32, or the quantized blocks at int8 / RTN / Bit-DGDM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.core import datasets
+from reprolab.methods.bdia.config import BDIAConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(
+    cfg: BDIAConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    return datasets.image_tasks(
+        assets["images"], cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
+    )
+
+
+# ---------------------------------------------------------------- train
+
+
+def units(cfg: BDIAConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.bdia import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+
+
+def _n_features(data: dict) -> int:
+    return int(np.asarray(data["x_train"]).shape[1])
+
+
+def train_unit(
+    unit: Unit, cfg: BDIAConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    import torch
+
+    from reprolab.core.training import fit_supervised
+    from reprolab.methods.bdia.model import build_vit
+    from reprolab.methods.bdia.module import ViTClassifier
+
+    x_tr, y_tr = datasets.part_tensors(data, "train")
+    x_va, y_va = datasets.part_tensors(data, "val")
+    torch.manual_seed(unit.seed)  # the same initial weights for both variants of a seed
+    net = build_vit(_n_features(data), cfg)
+    module = ViTClassifier(net, unit.variant, cfg.bits, unit.seed, cfg.lr, cfg.epochs)
+    fit_supervised(
+        module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+    )
+    return TrainedUnit(state=net.state_dict(), history=module.history)
+
+
+def restore(unit: Unit, cfg: BDIAConfig, data: dict, state: dict) -> torch.nn.Module:
+    from reprolab.methods.bdia.model import FixedPointViT, build_vit
+    from reprolab.methods.bdia.revvit import RevViT
+
+    net = build_vit(_n_features(data), cfg)
+    net.load_state_dict(state)
+    if unit.variant == "bdia":
+        return FixedPointViT(net, cfg.bits).eval()
+    return (RevViT(net) if unit.variant == "revvit" else net).eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def evaluate_unit(
+    model, unit: Unit, cfg: BDIAConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
+    import torch
+
+    from reprolab.methods.bdia.check import reconstruction_check
+
+    out = {}
+    with torch.inference_mode():
+        for part in ("train", "val", "test"):
+            x, y = datasets.part_tensors(data, part)
+            out[f"{part}_acc"] = float((model(x).argmax(-1) == y).float().mean())
+    # training-time measurement: the largest per-step count of any epoch
+    out["saved_mb"] = max(h["saved_mb"] for h in history)
+    if unit.variant == "bdia":
+        x, _ = datasets.part_tensors(data, "test")
+        with torch.inference_mode():
+            embedded = model.embed(x[:256])
+        out |= reconstruction_check(
+            model.blocks, embedded, cfg.bits, cfg.recon_batches, cfg.recon_batch, unit.seed
+        )
+    return out
+
+
+def example_input(unit: Unit, cfg: BDIAConfig, data: dict) -> torch.Tensor:
+    return datasets.part_tensors(data, "test")[0][:256]
+
+
+def calibration_inputs(unit: Unit, cfg: BDIAConfig, data: dict, model) -> list:
+    """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
+    return [datasets.part_tensors(data, "train")[0][:512]]
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+    from reprolab.methods.bdia import plots as figs
+
+    return [
+        figs.accuracy(table, out_dir / "accuracy.png"),
+        figs.memory_bars(table, out_dir / "saved_memory.png"),
+        figs.learning_curves(trained, out_dir / "learning_curves.png"),
+    ]
