@@ -335,3 +335,24 @@ def test_trend_one_seed_free_group_is_exact():
     verdict, measured = Trend("m", "k", increasing=False).evaluate(_long(rows, ["k"]), "gap")
     assert measured["value"] == -1.0 and measured["ci_low"] == measured["ci_high"] == -1.0
     assert verdict == "reproduced"
+
+
+def test_a_deterministic_paired_difference_compares_one_value():
+    from reprolab.core.claims import Claim, PairedDifference
+
+    rows = [
+        (t, v, seed, "fp32", "saved_mb", value)
+        for t in ("a", "b")
+        for seed in range(3)
+        for v, value in (("m", 1.0), ("b", 4.0))
+    ]
+    plain = Claim("mem", "less", "-", "-", "saved_mb", PairedDifference("m", "b", False))
+    assert plain.evaluate(_long(rows), "fp32", "paper")["verdict"] == "inconclusive"
+    exact = Claim(
+        "mem", "less", "-", "-", "saved_mb", PairedDifference("m", "b", False, deterministic=True)
+    )
+    res = exact.evaluate(_long(rows), "fp32", "paper")
+    assert res["verdict"] == "reproduced" and res["measured"]["value"] == -3.0
+    rows[0] = ("a", "m", 0, "fp32", "saved_mb", 2.0)
+    with pytest.raises(ValueError, match="declared deterministic"):
+        exact.evaluate(_long(rows), "fp32", "paper")

@@ -148,6 +148,9 @@ class PairedDifference:
     higher_is_better: bool = True
     margin: float = 0.0
     confidence: float = 0.95
+    #: the difference cannot depend on the seed (bytes held for backward depend only on
+    #: tensor shapes): compared exactly when every pair agrees; the check raises if not
+    deterministic: bool = False
 
     def variants(self) -> tuple[str, ...]:
         return (self.method, self.baseline)
@@ -158,6 +161,13 @@ class PairedDifference:
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.method} and {self.baseline}")
         seed_free = is_seed_free(table[table.variant.isin(self.variants())])
+        if self.deterministic:
+            if diffs.max() - diffs.min() > 1e-9 * max(1.0, abs(diffs).max()):
+                raise ValueError(
+                    f"{metric!r}: {self.method} - {self.baseline} is declared deterministic "
+                    f"but varies over pairs ({diffs.min():.6g} .. {diffs.max():.6g})"
+                )
+            diffs, seed_free = diffs[:1], True
         iv = interval(diffs, seed_free, self.confidence)
         bound = -self.margin if self.higher_is_better else self.margin
         what = "one seed-free pair (exact)" if seed_free and iv.n == 1 else f"{iv.n} pairs"

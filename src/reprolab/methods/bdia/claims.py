@@ -86,6 +86,9 @@ CLAIMS = (
         paper_value="peak memory 693 MB vs 1571 MB (ratio 0.44)",
         paper_setting="ViT on CIFAR-10, peak training memory on a GPU",
         metric="saved_mb",
-        check=PairedDifference(method="bdia", baseline="standard", higher_is_better=False),
+        # bytes held for backward depend only on tensor shapes: the same for every seed
+        check=PairedDifference(
+            method="bdia", baseline="standard", higher_is_better=False, deterministic=True
+        ),
     ),
 )
