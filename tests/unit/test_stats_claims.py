@@ -356,3 +356,12 @@ def test_a_deterministic_paired_difference_compares_one_value():
     rows[0] = ("a", "m", 0, "fp32", "saved_mb", 2.0)
     with pytest.raises(ValueError, match="declared deterministic"):
         exact.evaluate(_long(rows), "fp32", "paper")
+
+
+def test_exhaustive_counts_need_three_units_but_no_interval():
+    from reprolab.core.claims import apply_evidence_rules
+
+    zero = {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0, "test": "exhaustive"}
+    assert apply_evidence_rules("reproduced", {**zero, "n": 5})[0] == "reproduced"
+    verdict, m = apply_evidence_rules("reproduced", {**zero, "n": 2})
+    assert verdict == "inconclusive" and m["rule"].startswith("n < 3")

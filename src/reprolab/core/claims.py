@@ -472,7 +472,7 @@ EVIDENCE_RULES = (
     "with the reason. Seed-free (deterministic) quantities are compared exactly. Checks "
     "over tasks (and trends over groups) decide by a one-sided sign test of better "
     "against worse tasks (ties carry no sign, alpha 0.05) that must agree in sign with "
-    "the pooled mean. "
+    "the pooled mean; exhaustive checks (a property every unit must show) count exactly. "
     "'detectable' is the interval's half-width: the smallest effect the test could have "
     "seen; a miss where it exceeds the paper's effect is marked underpowered."
 )
@@ -506,8 +506,10 @@ def apply_evidence_rules(
         reason = "the check reports no replicate count n"
     elif n < MIN_REPLICATES:
         reason = f"n < {MIN_REPLICATES} (n = {n})"
-    elif measured.get("test") == "sign":
-        pass  # decided by the signs of n replicates; the interval is shown, not used
+    elif measured.get("test") in ("sign", "exhaustive"):
+        # decided by the signs of n replicates, or by an exact count over every unit
+        # (a property that must hold on each: one failure fails it); no interval used
+        pass
     elif not bounded:
         reason = "unbounded interval"
     elif high - low <= 1e-12 * max(1.0, abs(low), abs(high)):

@@ -42,6 +42,7 @@ class NeverNonzero:
             "ci_low": total,
             "ci_high": total,
             "n": len(rows),
+            "test": "exhaustive",  # an exact count over every unit, not an estimate
             "units_failing": failing,
             "summary": f"{total:.0f} {metric}{what}; {failing} of {len(rows)} units nonzero",
         }
