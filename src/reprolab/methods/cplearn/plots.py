@@ -60,7 +60,8 @@ def collapse_vs_ratio(table: pd.DataFrame, path: Path) -> Path:
         r = rows[rows.metric == metric]
         if "ratio" not in r.columns:
             continue
-        for (task, variant), g in r.groupby(["task", "variant"]):
+        by = "dataset" if "dataset" in r.columns else "task"  # one task per (dataset, ratio)
+        for (task, variant), g in r.groupby([by, "variant"]):
             pts = sorted((float(ratio), *_mean_ci(gg.value)) for ratio, gg in g.groupby("ratio"))
             x, m, h = zip(*pts, strict=True)
             ax.errorbar(
