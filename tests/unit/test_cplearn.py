@@ -206,6 +206,75 @@ def test_usage_entropy_against_scipy_and_extremes():
     assert metrics.usage_entropy(np.arange(30), 1024) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("d", [8, 64])
+def test_effective_rank_of_a_known_spectrum_is_its_closed_form(d):
+    # covariance eigenvalues lambda_i = 2^-i (i < d): with q = 1/2 and S = sum q^i,
+    # p_i = q^i / S and H = log S - log(q) sum i p_i, erank = exp(H)
+    rng = np.random.default_rng(d)
+    n = 4 * d
+    a = rng.normal(size=(n, d))
+    a -= a.mean(0)
+    a, _ = np.linalg.qr(a)  # orthonormal, centred columns
+    a *= math.sqrt(n - 1)  # covariance exactly I_d
+    lam = 0.5 ** np.arange(d)
+    rot, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    x = (a * np.sqrt(lam)) @ rot.T
+    total = (1 - 0.5**d) / (1 - 0.5)
+    mean_i = sum(i * 0.5**i for i in range(d)) / total
+    closed = math.exp(math.log(total) - math.log(0.5) * mean_i)
+    assert metrics.effective_rank(x) == pytest.approx(closed, rel=1e-9)
+    assert 1 < closed < 4  # a geometric spectrum has erank about e^(2 log 2) = 4 at most
+
+
+def test_cluster_usage_of_a_planted_assignment():
+    # 12 codes of c = 256 used: 4 codes by 50 points each, 8 codes by 25 each
+    assign = np.concatenate(
+        [np.full(50, j) for j in range(4)] + [np.full(25, 100 + j) for j in range(8)]
+    )
+    np.random.default_rng(0).shuffle(assign)
+    p = np.array([50] * 4 + [25] * 8) / 400.0
+    h = -(p * np.log(p)).sum()  # = log 400 - (200 log 50 + 200 log 25) / 400
+    assert h == pytest.approx(math.log(400) - (math.log(50) + math.log(25)) / 2)
+    assert metrics.usage_entropy(assign, 256) == pytest.approx(h / math.log(256))
+    assert metrics.usage_perplexity(assign) == pytest.approx(math.exp(h))
+    assert metrics.usage_perplexity(np.arange(20) % 5) == pytest.approx(5.0)
+    assert metrics.usage_perplexity(np.zeros(9, int)) == pytest.approx(1.0)
+
+
+def test_units_sweep_the_ratio_and_pair_the_baselines_at_the_paper_ratio():
+    import pandas as pd
+
+    from reprolab.core.claims import wide
+    from reprolab.methods.cplearn.method import n_codes, units
+
+    cfg = CPLearnConfig(proj_dim=32, code_ratios=[1, 2, 8], baseline_ratio=8)
+    us = units(cfg, [0, 1], [f"mnist_r{r}" for r in (1, 2, 8)])
+    assert len({u.id for u in us}) == len(us)
+    got = sorted((u.variant, u.seed, u.param["ratio"], n_codes(u, cfg)) for u in us)
+    want = sorted(
+        [("cplearn", s, r, 32 * r) for s in (0, 1) for r in (1, 2, 8)]
+        + [(v, s, 8, 256) for v in ("barlow_twins", "cplearn_noprior") for s in (0, 1)]
+    )
+    assert got == want
+    assert all(u.param["f"] == 32 and u.param["dataset"] == "mnist" for u in us)
+    rows = [
+        {
+            "task": u.task,
+            "variant": u.variant,
+            "seed": u.seed,
+            "metric": "m",
+            "value": 1.0,
+            "precision": "fp32",
+            **u.param,
+        }
+        for u in us
+    ]
+    pivot = wide(pd.DataFrame(rows), "m")
+    at8 = pivot.xs(8, level="ratio")
+    assert at8.notna().all().all()  # every variant present where the claims pair them
+    assert pivot.xs(1, level="ratio")["barlow_twins"].isna().all()
+
+
 def test_intra_cluster_variance_brute_force():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(40, 5))
@@ -249,7 +318,13 @@ def test_config_errors_name_the_key():
         config.method_config(
             "cplearn", "smoke", {"variants": ["barlow_twins", "cplearn_noprior"]}, "t"
         )
-    with pytest.raises(ValidationError, match="n_codes"):
-        CPLearnConfig(n_codes=10**9)
+    with pytest.raises(ValidationError, match="code_ratios"):
+        CPLearnConfig(proj_dim=10**6, code_ratios=[1, 1000])  # eps (c - 1) > 1
+    with pytest.raises(ValidationError, match="baseline_ratio"):
+        CPLearnConfig(code_ratios=[1, 2], baseline_ratio=8)
+    with pytest.raises(ValidationError, match="code_ratios"):
+        CPLearnConfig(code_ratios=[0, 8])
+    with pytest.raises(ValidationError, match="code_ratios"):
+        CPLearnConfig(code_ratios=[8, 8])
     with pytest.raises(ValidationError, match="epochs"):
         CPLearnConfig(epochs="3")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -21,9 +21,14 @@ class CPLearnConfig(MethodConfig):
     #: encoder: conv channels (width, 2 width, 4 width) and the representation dim of h
     width: int = Field(default=8, ge=1)
     feat_dim: int = Field(default=64, ge=2)
-    #: f: projector (embedding) dimension; c: number of codes (columns of the +-1 matrix)
-    proj_dim: int = Field(default=128, ge=2)
-    n_codes: int = Field(default=512, ge=2)
+    #: f: projector (embedding) dimension, a unit parameter of every unit
+    proj_dim: int = Field(default=64, ge=2)
+    #: the sweep over c / f: one cplearn unit per ratio, c = ratio * f codes (columns of
+    #: the +-1 matrix); the official CIFAR configuration has f = 2048, c = 16384 (8)
+    code_ratios: list[Annotated[int, Field(ge=1)]] = Field(default=[2, 8], min_length=1)
+    #: the ratio at which barlow_twins and cplearn_noprior run and are compared with
+    #: cplearn (the claims read ratio = 8, the paper's); must be one of code_ratios
+    baseline_ratio: int = Field(default=8, ge=1)
     #: the +-1 matrix is drawn from seed codebook_seed + unit seed
     codebook_seed: int = Field(default=12_345, ge=0)
     #: weight of the cross-view cross-entropy (official CIFAR config: beta = 1.0)
@@ -51,25 +56,40 @@ class CPLearnConfig(MethodConfig):
     kmeans_init: int = Field(default=4, ge=1)
 
     @model_validator(mode="after")
-    def _eps_fits_codes(self) -> CPLearnConfig:
-        if not self.eps * (self.n_codes - 1) < 1:
+    def _ratios(self) -> CPLearnConfig:
+        if len(set(self.code_ratios)) != len(self.code_ratios):
+            raise ValueError(f"code_ratios has duplicates: {self.code_ratios}")
+        if self.baseline_ratio not in self.code_ratios:
             raise ValueError(
-                f"eps * (n_codes - 1) must be < 1 for the temperature's log to exist "
-                f"(eps={self.eps}, n_codes={self.n_codes})"
+                f"baseline_ratio={self.baseline_ratio} must be one of code_ratios "
+                f"{self.code_ratios} (cplearn is paired with the baselines there)"
+            )
+        top = max(self.code_ratios) * self.proj_dim
+        if not self.eps * (top - 1) < 1:
+            raise ValueError(
+                f"eps * (c - 1) must be < 1 for the temperature's log to exist: code_ratios "
+                f"x proj_dim gives c = {top} codes (eps={self.eps})"
             )
         return self
+
+    def n_codes(self, ratio: int) -> int:
+        """c of a unit with c / f = ``ratio``."""
+        return ratio * self.proj_dim
 
 
 PROFILE_DEFAULTS = {
     "smoke": {},
     "paper": {
-        "datasets": ["fashion_mnist", "mnist"],
+        # Fashion-MNIST only, the smoke backbone (width 8, h = 64) and 5 epochs: the sweep
+        # (5 ratios, 7 units per seed, 5 seeds) has to fit the time of 2 shared CPU
+        # cores; f = 256 is the largest embedding that does (c up to 4096)
+        "datasets": ["fashion_mnist"],
         "max_rows": 4000,
         "test_frac": 0.2,
-        "width": 16,
-        "feat_dim": 128,
+        "width": 8,
+        "feat_dim": 64,
         "proj_dim": 256,
-        "n_codes": 1024,
-        "epochs": 15,
+        "code_ratios": [1, 2, 4, 8, 16],
+        "epochs": 5,
     },
 }

@@ -19,13 +19,21 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- prepare
 
 
+def task_name(dataset: str, ratio: int) -> str:
+    return f"{dataset}_r{ratio}"
+
+
 def prepare(
     cfg: CPLearnConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
+    """One task per (dataset, c / f): the same arrays under each ratio's name, so that
+    every unit has its own id; the units carry dataset, f and ratio as parameters."""
     split, parts = (1 - cfg.test_frac, 0.0, cfg.test_frac), ("train", None, "test")
-    return datasets.image_tasks(
+    tasks, info = datasets.image_tasks(
         assets["images"], cfg.datasets, cfg.max_rows, split, cfg.data_seed, parts
     )
+    out = {task_name(d, r): arrays for d, arrays in tasks.items() for r in cfg.code_ratios}
+    return out, info
 
 
 # ---------------------------------------------------------------- train
@@ -34,8 +42,25 @@ def prepare(
 def units(cfg: CPLearnConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
     from reprolab.methods.cplearn import SPEC
 
-    variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+    # cplearn runs at every c / f of the sweep; the baselines run once, at
+    # baseline_ratio, and carry that ratio so that they pair with cplearn there
+    # (barlow_twins has no codes: its ratio is the pairing key, nothing else).
+    out = []
+    for d in sorted(cfg.datasets):
+        for s in seeds:
+            for v in SPEC.selected_variants(cfg):
+                ratios = cfg.code_ratios if v == "cplearn" else [cfg.baseline_ratio]
+                out += [
+                    Unit(task_name(d, r), v, s, {"dataset": d, "f": cfg.proj_dim, "ratio": r})
+                    for r in ratios
+                    if task_name(d, r) in tasks
+                ]
+    return out
+
+
+def n_codes(unit: Unit, cfg: CPLearnConfig) -> int:
+    """c of the unit: ratio x f."""
+    return int(unit.param["ratio"]) * int(unit.param["f"])
 
 
 def _net(unit: Unit, cfg: CPLearnConfig, in_dim: int):
@@ -45,8 +70,8 @@ def _net(unit: Unit, cfg: CPLearnConfig, in_dim: int):
         in_dim=in_dim,
         width=cfg.width,
         feat_dim=cfg.feat_dim,
-        proj_dim=cfg.proj_dim,
-        n_codes=cfg.n_codes,
+        proj_dim=int(unit.param["f"]),
+        n_codes=n_codes(unit, cfg),
         hyperdimensional=unit.variant != "barlow_twins",
         codebook_seed=cfg.codebook_seed + unit.seed,
     )
@@ -62,7 +87,8 @@ def train_unit(
 
     x = datasets.part_tensors(data, "train")[0]
     torch.manual_seed(unit.seed)
-    module = SSLModule(_net(unit, cfg, x.shape[1]), unit.variant, cfg, unit.seed)
+    net = _net(unit, cfg, x.shape[1])
+    module = SSLModule(net, unit.variant, cfg, unit.seed, n_codes(unit, cfg))
     fit_resumable(module, full_batches(x, cfg.batch_size, unit.seed), None, cfg.epochs, resume_dir)
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
@@ -129,14 +155,16 @@ def evaluate_unit(
         kmeans = KMeans(k, n_init=cfg.kmeans_init, random_state=unit.seed).fit(e_unit)
     # The variant's own clusters: CPLearn's argmax code (c-way); Barlow Twins has none,
     # so k-means with k = #classes on its normalised embeddings stands in.
-    own, n_own = (codes, cfg.n_codes) if codes is not None else (kmeans.labels_, k)
+    own, n_own = (codes, n_codes(unit, cfg)) if codes is not None else (kmeans.labels_, k)
     erank = metrics.effective_rank(e_te)
+    usage = metrics.usage_entropy(own, n_own)
     return {
         "probe_acc": probe,
         "nmi": float(normalized_mutual_info_score(y_te, own)),
         "nmi_kmeans": float(normalized_mutual_info_score(y_te, kmeans.labels_)),
-        "usage_entropy": metrics.usage_entropy(own, n_own),
+        "usage_entropy": usage,
         "clusters_used": float(len(np.unique(own))),
+        "code_perplexity": metrics.usage_perplexity(own),
         "erank": erank,
         "erank_frac": erank / e_te.shape[1],
         "intra_var": metrics.intra_cluster_variance(e_te, kmeans.labels_),
@@ -151,6 +179,7 @@ def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]])
     from reprolab.methods.cplearn import plots as figs
 
     return [
+        figs.collapse_vs_ratio(table, out_dir / "collapse_vs_ratio.png"),
         figs.collapse_metrics(table, out_dir / "collapse_metrics.png"),
         figs.quality(table, out_dir / "probe_and_nmi.png"),
         figs.training_curves(histories, out_dir / "training_curves.png"),

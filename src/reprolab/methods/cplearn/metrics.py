@@ -31,6 +31,14 @@ def usage_entropy(assign: np.ndarray, n_clusters: int) -> float:
     return float(-(p * np.log(p)).sum() / top)
 
 
+def usage_perplexity(assign: np.ndarray) -> float:
+    """exp of the entropy of the usage histogram: the effective number of clusters in
+    use (k for k equally used clusters, 1 for one)."""
+    counts = np.unique(np.asarray(assign), return_counts=True)[1].astype(np.float64)
+    p = counts / counts.sum()
+    return float(np.exp(-(p * np.log(p)).sum()))
+
+
 def intra_cluster_variance(x: np.ndarray, assign: np.ndarray) -> float:
     """Mean squared distance of each L2-normalised row to its cluster's centroid, i.e.
     the size-weighted mean over clusters of the within-cluster variance (summed over

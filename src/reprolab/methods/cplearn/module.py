@@ -35,9 +35,10 @@ def full_batches(x: torch.Tensor, batch_size: int, seed: int) -> DataLoader:
 
 
 class SSLModule(HistoryModule):
-    def __init__(self, net: SSLNet, variant: str, cfg, seed: int) -> None:
+    def __init__(self, net: SSLNet, variant: str, cfg, seed: int, n_codes: int) -> None:
         super().__init__()
         self.net, self.variant, self.cfg, self.seed = net, variant, cfg, seed
+        self.n_codes = n_codes
         self._sums: dict[str, float] = {}
         self._batches = 0
 
@@ -59,7 +60,7 @@ class SSLModule(HistoryModule):
             loss = barlow_twins_loss(e_v, e_w, self.cfg.bt_lambda)
             parts = {}
         else:
-            tau = temperature(self.cfg.proj_dim, n, self.cfg.n_codes, self.cfg.eps)
+            tau = temperature(e_v.shape[1], n, self.n_codes, self.cfg.eps)
             l_v, l_w = z_v / tau, z_w / tau
             loss, parts = cplearn_loss(
                 l_v, l_w, self.cfg.beta, prior=self.variant != "cplearn_noprior"

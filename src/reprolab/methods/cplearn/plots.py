@@ -1,4 +1,5 @@
-"""cplearn figures: collapse metrics per variant, probe accuracy and NMI per variant, and
+"""cplearn figures: effective rank and code usage against c / f, collapse metrics per
+variant, probe accuracy and NMI per variant, and
 training curves (distinct codes per batch and the prior-matching term by epoch)."""
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from reprolab.core.plots import plot_mean_curves, save_figure  # noqa: E402
 
 def _bars(table: pd.DataFrame, panels: list[tuple[str, str]], title: str, path: Path) -> Path:
     rows = table[table.precision == "fp32"]
+    base = rows[rows.variant != "cplearn"]
+    if "ratio" in rows.columns and len(base):  # cplearn at the baselines' c / f only
+        ratios = sorted(base.ratio.unique())
+        rows = rows[rows.ratio.isin(ratios)]
+        title = f"{title}, c / f = {', '.join(f'{r:g}' for r in ratios)}"
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     for ax, (metric, label) in zip(axes[0], panels, strict=True):
         r = rows[rows.metric == metric]
@@ -26,6 +32,58 @@ def _bars(table: pd.DataFrame, panels: list[tuple[str, str]], title: str, path: 
         ax.set_xlabel("")
         ax.legend(fontsize=7)
     fig.suptitle(f"{title} (fp32; mean and std over seeds)", fontsize=10)
+    return save_figure(fig, path)
+
+
+def _mean_ci(values: pd.Series) -> tuple[float, float]:
+    """(mean, half-width of the 95% t-interval over seeds; 0 with one seed)."""
+    from reprolab.core.stats import t_interval
+
+    iv = t_interval(values.to_numpy())
+    half = (iv.high - iv.low) / 2 if iv.n > 1 else 0.0
+    return iv.mean, half
+
+
+def collapse_vs_ratio(table: pd.DataFrame, path: Path) -> Path:
+    """Effective rank / f, normalised code-usage entropy and codes used against c / f
+    (log2 axis), one line per (task, variant), mean and 95% t-interval over seeds.
+    The baselines run at one ratio only and show as single points."""
+    rows = table[table.precision == "fp32"]
+    panels = [
+        ("erank_frac", "effective rank / f"),
+        ("usage_entropy", "normalised code-usage entropy"),
+        ("clusters_used", "clusters (codes) used on the test split"),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.6), squeeze=False)
+    markers = {"cplearn": "o", "cplearn_noprior": "s", "barlow_twins": "^"}
+    for ax, (metric, label) in zip(axes[0], panels, strict=True):
+        r = rows[rows.metric == metric]
+        if "ratio" not in r.columns:
+            continue
+        by = "dataset" if "dataset" in r.columns else "task"  # one task per (dataset, ratio)
+        for (task, variant), g in r.groupby([by, "variant"]):
+            pts = sorted((float(ratio), *_mean_ci(gg.value)) for ratio, gg in g.groupby("ratio"))
+            x, m, h = zip(*pts, strict=True)
+            ax.errorbar(
+                x,
+                m,
+                yerr=h,
+                marker=markers.get(variant, "."),
+                capsize=3,
+                label=f"{task} / {variant}",
+            )
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("c / f (codes per embedding dimension)", fontsize=9)
+        ax.set_ylabel(label, fontsize=9)
+        ax.axvline(8, color="grey", lw=0.8, ls=":")  # the official configuration
+        ax.legend(fontsize=6)
+    f = rows["f"].dropna().unique() if "f" in rows.columns else []
+    fdesc = f"f = {', '.join(str(int(v)) for v in f)}; " if len(f) else ""
+    fig.suptitle(
+        f"Collapse against c / f ({fdesc}fp32; mean and 95% t-interval over seeds; "
+        "dotted: the paper's c / f = 8)",
+        fontsize=10,
+    )
     return save_figure(fig, path)
 
 
