@@ -59,6 +59,7 @@ bench: venv
 	$(BIN)/python bench/bench_lift_gs.py
 	$(BIN)/python bench/bench_sandbox.py --out bench/results/sandbox.json
 	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
+	$(BIN)/python bench/bench_transformer.py --out bench/results/transformer.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv
