@@ -323,6 +323,13 @@ def test_a_deterministic_threshold_compares_one_value():
     )
     res = exact.evaluate(_long(rows), "fp32", "paper")
     assert res["verdict"] == "reproduced" and res["measured"]["n"] == 1
+    # tasks may differ (two model sizes): each task's value is compared exactly
+    two = rows + [("u", "m", seed, "fp32", "bytes_ratio", 2.5) for seed in range(4)]
+    res = exact.evaluate(_long(two), "fp32", "paper")
+    assert res["verdict"] == "inconclusive" and res["measured"]["n"] == 2  # one each side
+    assert (res["measured"]["ci_low"], res["measured"]["ci_high"]) == (2.5, 3.1)
+    high = rows + [("u", "m", seed, "fp32", "bytes_ratio", 2.9) for seed in range(4)]
+    assert exact.evaluate(_long(high), "fp32", "paper")["verdict"] == "reproduced"
     rows[0] = ("t", "m", 0, "fp32", "bytes_ratio", 3.2)  # not deterministic after all
     with pytest.raises(ValueError, match="declared deterministic"):
         exact.evaluate(_long(rows), "fp32", "paper")

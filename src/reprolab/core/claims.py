@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import pandas as pd
 
 from reprolab.core.stats import classify, interval, sign_test, t_interval
@@ -87,6 +88,42 @@ class Check(Protocol):
         ``value``, ``ci_low``, ``ci_high`` and a one-line ``summary``."""
 
 
+def _exact_per_key(values: pd.Series, what: str) -> np.ndarray:
+    """One value per unit key (task and parameters; ``values`` indexed by them plus
+    ``seed``) for a quantity declared deterministic: every seed must give the same
+    value, or the declaration is wrong and this raises."""
+    levels = [n for n in values.index.names if n != "seed"]
+    groups = values.groupby(level=levels, dropna=False) if levels else values.groupby(lambda _: 0)
+    spread = groups.max() - groups.min()
+    scale = max(1.0, float(values.abs().max()))
+    if (spread > 1e-9 * scale).any():
+        key = spread.idxmax()
+        raise ValueError(
+            f"{what} is declared deterministic but differs between seeds at {key} "
+            f"(spread {float(spread.max()):.6g})"
+        )
+    return groups.first().to_numpy(dtype=float)
+
+
+def _exact_verdict(values: np.ndarray, bound: float, higher_is_better: bool, what: str):
+    """Deterministic values compared exactly with ``bound``: reproduced when every one is
+    on the claimed side, not reproduced when every one is on the other, else
+    inconclusive (mixed). No interval: [min, max] is shown as the range."""
+    good = values > bound if higher_is_better else values < bound
+    bad = values < bound if higher_is_better else values > bound
+    verdict = "reproduced" if good.all() else "not_reproduced" if bad.all() else "inconclusive"
+    return verdict, {
+        "value": float(values.mean()),
+        "ci_low": float(values.min()),
+        "ci_high": float(values.max()),
+        "n": len(values),
+        "seed_free": True,
+        "test": "exact",
+        "summary": f"{what}: {len(values)} exact value(s), range "
+        f"[{values.min():.4g}, {values.max():.4g}] (deterministic: every seed agrees)",
+    }
+
+
 def _side(low: float, high: float, bound: float, higher_is_better: bool) -> str:
     """Verdict of an interval against a bound the claim says it beats."""
     good, bad = (low > bound, high < bound) if higher_is_better else (high < bound, low > bound)
@@ -116,15 +153,16 @@ class Threshold:
         if rows.empty:
             raise ValueError(f"no {metric!r} values for {self.variant}")
         seed_free = is_seed_free(rows)
-        values = rows.value.to_numpy()
         if self.deterministic:
-            if values.max() - values.min() > 1e-9 * max(1.0, abs(values).max()):
-                raise ValueError(
-                    f"{metric!r} of {self.variant} is declared deterministic but varies "
-                    f"over units ({values.min():.6g} .. {values.max():.6g})"
-                )
-            values, seed_free = values[:1], True
-        iv = interval(values, seed_free, self.confidence)
+            keyed = rows.assign(seed=rows.seed.fillna(NO_SEED)).set_index(
+                ["task", *param_columns(rows), "seed"]
+            )
+            values = _exact_per_key(keyed.value, f"{metric!r} of {self.variant}")
+            op = ">" if self.higher_is_better else "<"
+            return _exact_verdict(
+                values, self.bound, self.higher_is_better, f"{self.variant} {op} {self.bound:g}"
+            )
+        iv = interval(rows.value.to_numpy(), seed_free, self.confidence)
         op = ">" if self.higher_is_better else "<"
         how = "seed-free, exact" if seed_free and iv.n == 1 else f"n={iv.n}"
         return _side(iv.low, iv.high, self.bound, self.higher_is_better), {
@@ -157,17 +195,16 @@ class PairedDifference:
 
     def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
         pivot = paired(table, metric)
-        diffs = (pivot[self.method] - pivot[self.baseline]).dropna().to_numpy()
+        series = (pivot[self.method] - pivot[self.baseline]).dropna()
+        diffs = series.to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.method} and {self.baseline}")
         seed_free = is_seed_free(table[table.variant.isin(self.variants())])
         if self.deterministic:
-            if diffs.max() - diffs.min() > 1e-9 * max(1.0, abs(diffs).max()):
-                raise ValueError(
-                    f"{metric!r}: {self.method} - {self.baseline} is declared deterministic "
-                    f"but varies over pairs ({diffs.min():.6g} .. {diffs.max():.6g})"
-                )
-            diffs, seed_free = diffs[:1], True
+            what = f"{self.method} - {self.baseline}"
+            values = _exact_per_key(series, f"{metric!r}: {what}")
+            bound = -self.margin if self.higher_is_better else self.margin
+            return _exact_verdict(values, bound, self.higher_is_better, what)
         iv = interval(diffs, seed_free, self.confidence)
         bound = -self.margin if self.higher_is_better else self.margin
         what = "one seed-free pair (exact)" if seed_free and iv.n == 1 else f"{iv.n} pairs"
@@ -472,7 +509,8 @@ EVIDENCE_RULES = (
     "with the reason. Seed-free (deterministic) quantities are compared exactly. Checks "
     "over tasks (and trends over groups) decide by a one-sided sign test of better "
     "against worse tasks (ties carry no sign, alpha 0.05) that must agree in sign with "
-    "the pooled mean; exhaustive checks (a property every unit must show) count exactly. "
+    "the pooled mean; exhaustive checks (a property every unit must show) count exactly; "
+    "quantities declared deterministic (every seed agrees) are compared value by value. "
     "'detectable' is the interval's half-width: the smallest effect the test could have "
     "seen; a miss where it exceeds the paper's effect is marked underpowered."
 )
@@ -500,8 +538,8 @@ def apply_evidence_rules(
     measured["detectable"] = (high - low) / 2 if bounded else math.inf
     flags: list[str] = []
     reason = ""
-    if seed_free and n in (None, 1):
-        pass  # one deterministic value by design: an exact comparison, no replicates
+    if (seed_free and n in (None, 1)) or measured.get("test") == "exact":
+        pass  # deterministic values (every seed agrees by construction), compared exactly
     elif not isinstance(n, int):
         reason = "the check reports no replicate count n"
     elif n < MIN_REPLICATES:
