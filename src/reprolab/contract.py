@@ -170,10 +170,13 @@ class Quantization:
     ``schemes`` are names understood by :mod:`reprolab.core.quant`. When quantization
     does not apply (an LP solution, a noise distribution), ``schemes`` is empty and
     ``reason`` says why; the quantize stage then records that reason as its output.
+    ``keep_fp32``: name suffixes of ``nn.Linear`` layers every scheme leaves in full
+    precision (say why in ``reason``); the report's coverage column shows them.
     """
 
     schemes: tuple[str, ...] = ("int8_dynamic",)
     reason: str = ""
+    keep_fp32: tuple[str, ...] = ()
 
     @property
     def applies(self) -> bool:

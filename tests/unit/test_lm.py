@@ -265,3 +265,21 @@ def test_real_smollm2_from_gguf_saves_loads_and_answers(tmp_path):
     assert lm.generate(again, tok2, [prompt], 6).tokens == out.tokens
     q = lm.generate(lm.quantize(again), tok2, [prompt], 6)
     assert q.failed == [False]
+
+
+def test_tokenizer_only_asset_gives_the_tokenizer_and_a_clear_error_for_the_model(tmp_path):
+    """The smoke profile builds the smollm2 asset without weights: its tokenizer loads,
+    and asking it for the model names the params key to change."""
+    from reprolab.assets import smollm2
+    from reprolab.core import io
+    from reprolab.paths import asset_dir
+
+    out = asset_dir(tmp_path, "smollm2")
+    with io.atomic_dir(out) as tmp:
+        meta = smollm2.build(smollm2.Smollm2Config(), tmp, tmp_path)
+        io.write_manifest(tmp, {**meta, "asset": "smollm2"})
+    assert meta["weights"] is False and not (out / "model.safetensors").exists()
+    tok = lm.load_asset_tokenizer(tmp_path)
+    assert tok.decode(tok("def f(x):").input_ids) == "def f(x):"
+    with pytest.raises(FileNotFoundError, match="weights: true"):
+        lm.load_asset(tmp_path)

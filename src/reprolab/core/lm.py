@@ -207,7 +207,21 @@ def load_asset(root: Path, dtype: str = "float32"):
     its files against the manifest (a missing or corrupt asset names the stage)."""
     from reprolab.stages.assets import verified
 
-    return load(verified(Path(root), ASSET), dtype)
+    folder = verified(Path(root), ASSET)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(
+            f"the {ASSET} asset in {folder} holds the tokenizer only (built with "
+            f"`assets.{ASSET}.<profile>.weights: false`); set `weights: true` for this "
+            f"profile in params.yaml and rerun `dvc repro assets@{ASSET}`"
+        )
+    return load(folder, dtype)
+
+
+def load_asset_tokenizer(root: Path | str):
+    """The tokenizer of the built ``smollm2`` asset (with or without weights)."""
+    from reprolab.stages.assets import verified
+
+    return load_tokenizer(verified(Path(root), ASSET))
 
 
 def tiny_model(
@@ -502,21 +516,11 @@ def quantize(model, scheme: str = "int8_dynamic", keep_fp32: Sequence[str] = ())
 
     ``keep_fp32``: name suffixes of linear layers put back in fp32 after quantizing
     (e.g. :data:`INT8_SENSITIVE`); :func:`reprolab.core.quant.coverage` then lists them
-    as full precision. The pipeline's quantize stage applies the scheme to every layer;
-    this is for a method's own measurements next to it."""
-    import copy
-
-    from torch import nn
-
+    as full precision. The pipeline's quantize stage does the same with a method's
+    :attr:`reprolab.contract.Quantization.keep_fp32`."""
     from reprolab.core import quant
 
-    qmodel = quant.quantize(model, scheme)
-    if keep_fp32:
-        for name, module in model.named_modules():
-            if isinstance(module, nn.Linear) and name.endswith(tuple(keep_fp32)):
-                parent, _, child = name.rpartition(".")
-                setattr(qmodel.get_submodule(parent), child, copy.deepcopy(module))
-    return qmodel
+    return quant.quantize(model, scheme, keep_fp32=keep_fp32)
 
 
 # ------------------------------------------------------------------------------- LoRA

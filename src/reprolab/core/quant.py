@@ -433,6 +433,7 @@ def quantize(
     scheme: str,
     calibration: Sequence[Any] | None = None,
     thresholds: dict[str, float] | None = None,
+    keep_fp32: Sequence[str] = (),
 ) -> nn.Module:
     """Return a quantized copy of ``model`` (the fp32 model is left untouched).
 
@@ -440,10 +441,13 @@ def quantize(
     for the schemes that calibrate: Bit-DGDM's sparse-activation thresholds, and int8's
     activation ranges when the model has convolutions.
     ``thresholds``: the result of :func:`calibrate_thresholds` on them, to reuse one
-    calibration across several schemes of the same model."""
+    calibration across several schemes of the same model.
+    ``keep_fp32``: name suffixes of ``nn.Linear`` layers left in full precision (a
+    method's :attr:`reprolab.contract.Quantization.keep_fp32`, e.g. a language model's
+    outlier-heavy projections); :func:`coverage` lists them as full precision."""
     spec = parse(scheme)
     if spec.kind == "int8_dynamic":
-        return _int8(model, calibration, restoring=False)
+        return _keep(model, _int8(model, calibration, restoring=False), keep_fp32)
     if not spec.needs_calibration:
         thresholds = {}
     elif thresholds is None:
@@ -455,22 +459,40 @@ def quantize(
         thresholds = calibrate_thresholds(model.eval(), calibration)
     qmodel = copy.deepcopy(model).eval()
     for name, linear in _linears(qmodel).items():
-        _replace(
-            qmodel,
-            name,
-            QuantLinear.from_linear(linear, spec, thresholds.get(name, math.inf)),
-        )
+        if not _kept(name, keep_fp32):
+            _replace(
+                qmodel,
+                name,
+                QuantLinear.from_linear(linear, spec, thresholds.get(name, math.inf)),
+            )
     return qmodel
 
 
-def restore_quantized(arch: nn.Module, scheme: str, state: dict[str, Any]) -> nn.Module:
-    """Rebuild a quantized model from a fresh fp32 architecture and the saved state."""
+def _kept(name: str, keep_fp32: Sequence[str]) -> bool:
+    return bool(keep_fp32) and name.endswith(tuple(keep_fp32))
+
+
+def _keep(fp_model: nn.Module, qmodel: nn.Module, keep_fp32: Sequence[str]) -> nn.Module:
+    """Put the fp32 ``nn.Linear`` layers named by ``keep_fp32`` back into ``qmodel``."""
+    for name, module in fp_model.named_modules():
+        if isinstance(module, nn.Linear) and _kept(name, keep_fp32):
+            _replace(qmodel, name, copy.deepcopy(module))
+    return qmodel
+
+
+def restore_quantized(
+    arch: nn.Module, scheme: str, state: dict[str, Any], keep_fp32: Sequence[str] = ()
+) -> nn.Module:
+    """Rebuild a quantized model from a fresh fp32 architecture and the saved state
+    (``keep_fp32`` as given to :func:`quantize`)."""
     spec = parse(scheme)
     if spec.kind == "int8_dynamic":
-        model = _int8(arch, None, restoring=True)
+        model = _keep(arch, _int8(arch, None, restoring=True), keep_fp32)
     else:
         model = copy.deepcopy(arch).eval()
         for name, linear in _linears(model).items():
+            if _kept(name, keep_fp32):
+                continue
             _replace(
                 model,
                 name,

@@ -180,7 +180,9 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
             for scheme in schemes:
                 qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
                 arch = hooks.restore(source, ctx.cfg, task_data, state)
-                models[scheme] = quant.restore_quantized(arch, scheme, qstate)
+                models[scheme] = quant.restore_quantized(
+                    arch, scheme, qstate, keep_fp32=ctx.spec.quantization.keep_fp32
+                )
             loaded = (source, models)
         models = loaded[1]
         history = trained[source]

@@ -46,6 +46,7 @@ def run(slug: str, root: Path) -> dict:
     from reprolab.core import quant
 
     parsed = [quant.parse(s) for s in schemes]
+    keep = ctx.spec.quantization.keep_fp32
     hooks = ctx.hooks()
     if any(p.needs_calibration for p in parsed) and not (
         hasattr(hooks, "calibration_inputs") or hasattr(hooks, "example_input")
@@ -87,7 +88,9 @@ def run(slug: str, root: Path) -> dict:
                     t0 = time.perf_counter()
                     if parsed_scheme.needs_calibration and thresholds is None and calib:
                         thresholds = quant.calibrate_thresholds(model, calib)
-                    qmodel = quant.quantize(model, scheme, calibration=calib, thresholds=thresholds)
+                    qmodel = quant.quantize(
+                        model, scheme, calibration=calib, thresholds=thresholds, keep_fp32=keep
+                    )
                     seconds[scheme] += time.perf_counter() - t0
                     _add_coverage(covered[scheme], quant.coverage(model, qmodel))
                     torch.save(qmodel.state_dict(), tmp / f"{unit.id}.{scheme}.pt")
