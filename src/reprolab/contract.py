@@ -15,7 +15,8 @@ only say with workarounds inside a method:
   pretrained model converted to a local folder). Declared once under
   ``reprolab/assets/<name>.py``, built by its own DVC stage ``assets@<name>`` into
   ``data/assets/<name>/``, listed by the methods that read it (``MethodSpec.assets``);
-  the ``prepare`` hook receives its verified folder. A stage never rebuilds an asset.
+  the ``prepare`` hook receives its verified folder, the other hooks call
+  :func:`asset_folder`. A stage never rebuilds an asset.
 - **evaluation-only variant**: ``Variant(..., reuses="victim")`` evaluates the trained
   object of another variant (an attack on a victim, a decoder on one model, a fusion).
   Training runs once, for the reused variant; evaluation runs every variant.
@@ -181,6 +182,41 @@ class Quantization:
     @property
     def applies(self) -> bool:
         return bool(self.schemes)
+
+
+#: set by each per-method stage before it calls a hook: (method spec, project root)
+_STAGE: dict[str, Any] = {}
+
+
+def asset_folder(name: str) -> Path:
+    """The verified folder of asset ``name`` for the method whose stage is running: how
+    ``train_unit``, ``restore`` and ``evaluate_unit`` read a shared object such as a
+    pretrained model (``prepare`` gets the folders as an argument). The asset must be
+    listed in ``MethodSpec.assets``; its files are checked against the manifest once per
+    process, and a missing or corrupt asset is named with the command that rebuilds it.
+    Stages depend on it through the prepared data, whose manifest hashes the asset's."""
+    spec, root = _STAGE.get("spec"), _STAGE.get("root")
+    if spec is None:
+        raise RuntimeError(
+            f"asset_folder({name!r}) is only available inside a method's stage (prepare, "
+            "train, quantize, evaluate); outside one use reprolab.paths.asset_dir"
+        )
+    if name not in spec.assets:
+        raise ValueError(
+            f"{spec.slug}: asset {name!r} is not in MethodSpec.assets {list(spec.assets)}"
+        )
+    cache = _STAGE.setdefault("verified", {})
+    if name not in cache:
+        from reprolab.stages.assets import verified
+
+        cache[name] = verified(root, name)
+    return cache[name]
+
+
+def enter_stage(spec: MethodSpec, root: Path) -> None:
+    """Called by the stages (``reprolab.stages._common.context``): which method runs."""
+    _STAGE.clear()
+    _STAGE.update(spec=spec, root=Path(root))
 
 
 def is_runtime_metric(name: str) -> bool:

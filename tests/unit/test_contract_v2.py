@@ -248,3 +248,26 @@ def test_bf16_cast_runs_in_bf16_and_stays_close_to_fp32():
     assert torch.allclose(out, ref, rtol=0.05, atol=0.05) and not torch.equal(out, ref)
     with pytest.raises(TypeError, match="needs an nn.Module"):
         cast({"keep": 1}, "bf16")
+
+
+def test_asset_folder_is_scoped_to_the_running_method(tmp_path):
+    from reprolab import contract
+    from reprolab.paths import asset_dir
+
+    spec = dataclasses.replace(registry.get("ttba"), assets=("images",))
+    contract._STAGE.clear()
+    with pytest.raises(RuntimeError, match="only available inside a method's stage"):
+        contract.asset_folder("images")
+    contract.enter_stage(spec, tmp_path)
+    try:
+        with pytest.raises(ValueError, match="'smollm2' is not in MethodSpec.assets"):
+            contract.asset_folder("smollm2")
+        with pytest.raises(io.CorruptDataError, match=r"dvc repro assets@images"):
+            contract.asset_folder("images")
+        folder = asset_dir(tmp_path, "images")
+        with io.atomic_dir(folder) as tmp:
+            (tmp / "x.npz").write_bytes(b"1")
+            io.write_manifest(tmp, {"asset": "images"})
+        assert contract.asset_folder("images") == folder
+    finally:
+        contract._STAGE.clear()

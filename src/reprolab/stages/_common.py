@@ -11,7 +11,14 @@ from types import ModuleType
 from typing import Any
 
 from reprolab import config, registry
-from reprolab.contract import MethodConfig, MethodSpec, TrainedUnits, Unit
+from reprolab.contract import (
+    MethodConfig,
+    MethodSpec,
+    TrainedUnits,
+    Unit,
+    asset_folder,
+    enter_stage,
+)
 from reprolab.core import io
 from reprolab.core.tracking import Tracker, load_env, open_tracker, preflight
 from reprolab.paths import MethodPaths
@@ -47,10 +54,9 @@ class StageContext:
 
     def assets(self) -> dict[str, Path]:
         """The verified folder of every asset the method reads (a missing or corrupt
-        one is named, with the command that rebuilds it, before any compute)."""
-        from reprolab.stages.assets import verified
-
-        return {name: verified(self.root, name) for name in self.spec.assets}
+        one is named, with the command that rebuilds it, before any compute); the hooks
+        get the same folders from ``contract.asset_folder``, checked once."""
+        return {name: asset_folder(name) for name in self.spec.assets}
 
     def units(self, hooks: ModuleType, tasks: list[str]) -> list[Unit]:
         """Every unit of the run (trained and evaluation-only), checked against the spec."""
@@ -81,12 +87,14 @@ def context(slug: str, stage: str, root: Path) -> StageContext:
     # imports (torch) and input checks that come before a stage opens its run.
     load_env(root)
     preflight(os.environ["MLFLOW_TRACKING_URI"])
+    spec = registry.get(slug)
+    enter_stage(spec, root)  # for contract.asset_folder in the hooks
     return StageContext(
         root=root,
         slug=slug,
         stage=stage,
         project=project,
-        spec=registry.get(slug),
+        spec=spec,
         cfg=project.method(slug),
         paths=MethodPaths(root, slug),
     )

@@ -38,6 +38,7 @@ from reprolab.stages._common import (
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "evaluate", root)
+    ctx.assets()  # a missing or corrupt asset is named before any compute
     trained_units = read_units(ctx.paths.checkpoints, "train", slug)
     qinfo = io.read_json(ctx.paths.quantized / "quantized.json")
     schemes = qinfo.get("schemes", []) if qinfo.get("applies") else []

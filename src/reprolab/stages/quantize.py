@@ -29,6 +29,7 @@ from reprolab.stages._common import PreparedData, context, read_units
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "quantize", root)
+    ctx.assets()  # a missing or corrupt asset is named before any compute
     schemes = list(ctx.spec.schemes(ctx.cfg))
     out = ctx.paths.quantized
     if not schemes:

@@ -36,6 +36,7 @@ from reprolab.stages._common import (
 
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "train", root)
+    ctx.assets()  # a missing or corrupt asset is named before any compute
     data = PreparedData(ctx.paths)  # verifies checksums before any compute
     hooks = ctx.hooks()
     # evaluation-only units reuse another variant's trained object: nothing to train
