@@ -49,8 +49,10 @@ def git(*args: str, cwd: Path = ROOT) -> str:
     ).stdout.strip()
 
 
-def paper_params(params: dict, methods: list[str], seeds: list[int] | None) -> dict:
-    """params.yaml cut to ``methods`` at the paper profile (and ``seeds``, if given)."""
+def paper_params(
+    params: dict, methods: list[str], seeds: list[int] | None, profile: str = "paper"
+) -> dict:
+    """params.yaml cut to ``methods`` at ``profile`` (and ``seeds``, if given)."""
     from reprolab import registry
 
     sections = params.get("methods") or {}
@@ -60,9 +62,9 @@ def paper_params(params: dict, methods: list[str], seeds: list[int] | None) -> d
             f"paper: {', '.join(missing)} not under methods: in params.yaml "
             f"(there: {', '.join(sections)})"
         )
-    out = {**params, "profile": "paper", "methods": {m: sections[m] for m in methods}}
+    out = {**params, "profile": profile, "methods": {m: sections[m] for m in methods}}
     if seeds is not None:
-        out["seeds"] = {**params["seeds"], "paper": seeds}
+        out["seeds"] = {**params["seeds"], profile: seeds}
     wanted = {a for m in methods for a in registry.get(m).assets}
     assets = params.get("assets") or {}
     kept = {k: v for k, v in assets.items() if k in wanted}
@@ -170,20 +172,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", help="comma-separated seed set replacing seeds.paper")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     parser.add_argument("--work", type=Path, help="where the copy is run (default: temp)")
+    parser.add_argument(
+        "--profile",
+        choices=("paper", "smoke"),
+        default="paper",
+        help="smoke: an end-to-end check of METHODS alone; results stay in the copy",
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     try:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     except ValueError:
         parser.error(f"--seeds: expected integers separated by commas, got {args.seeds!r}")
-    params = paper_params(yaml.safe_load((ROOT / "params.yaml").read_text()), args.methods, seeds)
+    params = paper_params(
+        yaml.safe_load((ROOT / "params.yaml").read_text()), args.methods, seeds, args.profile
+    )
     work = args.work or Path(tempfile.mkdtemp(prefix="reprolab-paper-"))
     if work.exists() and any(work.iterdir()):
         parser.error(f"--work {work} is not empty")
     work.mkdir(parents=True, exist_ok=True)
     copy_project(work, params)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    log(f"{', '.join(args.methods)} at the paper profile in {work}")
+    # the copy runs its own sources, whatever the venv's editable install points at
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(work / "src"),
+    }
+    log(f"{', '.join(args.methods)} at the {args.profile} profile in {work}")
     subprocess.run([sys.executable, "-m", "reprolab", "check"], cwd=work, env=env, check=True)
     t0 = time.perf_counter()
     proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
@@ -191,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     if proc.returncode != 0:
         log(f"dvc repro failed after {wall:.0f} s; nothing written to {args.out} (copy: {work})")
         return proc.returncode
+    if args.profile != "paper":
+        log(f"{args.profile} profile passed in {wall:.0f} s; results in {work}/data")
+        return 0
     commit = git("rev-parse", "HEAD")
     dirty = bool(git("status", "--porcelain"))
-    used = params["seeds"]["paper"]
+    used = params["seeds"][args.profile]
     for slug in args.methods:
         dest = args.out / slug / (f"seeds-{'-'.join(map(str, used))}" if seeds else "")
         info = {
