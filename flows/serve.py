@@ -3,10 +3,15 @@
     make prefect-server            # terminal 1: prefect server start --host 127.0.0.1
     make serve                     # terminal 2: this file, with PREFECT_API_URL set
 
-The deployment ``reproduce-all/nightly`` re-verifies every claim on the cron schedule
-``REPROLAB_NIGHTLY_CRON`` (default 03:00 every night, UTC) and can be triggered by hand:
-``prefect deployment run reproduce-all/nightly``. Its runs compute in the project this
-is served from (the ``root`` parameter's default), one run at a time.
+Two deployments, each on a cron schedule and runnable by hand
+(``prefect deployment run <name>``), one run at a time:
+
+- ``reproduce-all/nightly`` (``REPROLAB_NIGHTLY_CRON``, default 03:00 UTC) brings the
+  project this is served from up to date (``dvc repro`` as Prefect tasks) and republishes
+  the claims report;
+- ``reverify/nightly`` (``REPROLAB_REVERIFY_CRON``, default 04:00 UTC) reruns the pipeline
+  in a scratch copy at the ``profile`` parameter (default ``smoke``) and fails when a
+  verdict differs from the last re-verification's (``flows/reverify.py``).
 """
 
 from __future__ import annotations
@@ -16,13 +21,19 @@ import os
 from prefect import serve
 
 from flows.reproduce import reproduce_all
+from flows.reverify import reverify
 from reprolab.paths import project_root
 
 DEFAULT_CRON = "0 3 * * *"
+DEFAULT_REVERIFY_CRON = "0 4 * * *"
 
 
 def nightly_cron() -> str:
     return os.environ.get("REPROLAB_NIGHTLY_CRON") or DEFAULT_CRON
+
+
+def reverify_cron() -> str:
+    return os.environ.get("REPROLAB_REVERIFY_CRON") or DEFAULT_REVERIFY_CRON
 
 
 def nightly_deployment(root: str | None = None):
@@ -35,9 +46,20 @@ def nightly_deployment(root: str | None = None):
     )
 
 
+def reverify_deployment(root: str | None = None, profile: str = "smoke"):
+    return reverify.to_deployment(
+        name="nightly",
+        cron=reverify_cron(),
+        parameters={"root": str(root or project_root()), "profile": profile},
+        description="Rerun the pipeline in a scratch copy; fail when a verdict changed",
+        tags=["reprolab", "nightly", "reverify"],
+    )
+
+
 def main() -> None:
-    # limit=1: runs share one workspace (data/, dvc.lock), so they never overlap.
-    serve(nightly_deployment(), limit=1)
+    # limit=1: runs share one workspace (data/, dvc.lock) and two cores, so they never
+    # overlap.
+    serve(nightly_deployment(), reverify_deployment(), limit=1)
 
 
 if __name__ == "__main__":

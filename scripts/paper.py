@@ -53,52 +53,18 @@ def paper_params(
     params: dict, methods: list[str], seeds: list[int] | None, profile: str = "paper"
 ) -> dict:
     """params.yaml cut to ``methods`` at ``profile`` (and ``seeds``, if given)."""
-    from reprolab import registry
+    from reprolab.scratch import cut_params
 
-    sections = params.get("methods") or {}
-    missing = [m for m in methods if m not in sections]
-    if missing:
-        raise SystemExit(
-            f"paper: {', '.join(missing)} not under methods: in params.yaml "
-            f"(there: {', '.join(sections)})"
-        )
-    out = {**params, "profile": profile, "methods": {m: sections[m] for m in methods}}
-    if seeds is not None:
-        out["seeds"] = {**params["seeds"], profile: seeds}
-    wanted = {a for m in methods for a in registry.get(m).assets}
-    assets = params.get("assets") or {}
-    kept = {k: v for k, v in assets.items() if k in wanted}
-    if not kept and assets:  # dvc.yaml's assets@ foreach needs one entry: the cheapest
-        first = next(iter(assets))  # build of one asset (its code defaults, not paper's)
-        cheap = registry.asset(first).config_model().model_dump(mode="json")
-        kept = {first: {"smoke": {}, "paper": cheap}}
-    out["assets"] = kept
-    return out
+    try:
+        return cut_params(params, methods, seeds, profile)
+    except SystemExit as exc:
+        raise SystemExit(f"paper: {exc}") from None
 
 
 def copy_project(dest: Path, params: dict) -> None:
-    files = git("ls-files", "-co", "--exclude-standard", "-z").split("\0")
-    for rel in filter(None, files):
-        src = ROOT / rel
-        if src.is_file() and not rel.startswith("data/"):
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
-    (dest / "dvc.lock").unlink(missing_ok=True)
-    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    raw = ROOT / "data" / "raw"
-    (dest / "data").mkdir(exist_ok=True)
-    if raw.is_dir():  # Fashion-MNIST from `make data`: read-only input, linked not copied
-        (dest / "data" / "raw").symlink_to(raw.resolve())
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "reprolab",
-        "GIT_AUTHOR_EMAIL": "reprolab@localhost",
-        "GIT_COMMITTER_NAME": "reprolab",
-        "GIT_COMMITTER_EMAIL": "reprolab@localhost",
-    }
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "paper profile"]):
-        subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True, env=env)
+    from reprolab.scratch import copy_project as copy
+
+    copy(ROOT, dest, params)
 
 
 def machine() -> dict:

@@ -4,10 +4,12 @@ The Prefect flows read the stages from dvc.yaml through DVC's API (one DAG, decl
 once), skip a stage DVC reports as up to date, and after running a stage in-process
 record it with `dvc commit`, so `dvc status` agrees afterwards and nothing is computed
 twice. Nothing here needs a Prefect server, and DVC stage commands never need Prefect.
+DVC resolves stage names against the working directory, so each call runs in ``root``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -29,7 +31,7 @@ def stages(root: Path) -> list[str]:
     import networkx as nx
     from dvc.repo import Repo
 
-    with Repo(str(root)) as repo:
+    with contextlib.chdir(root), Repo(str(root)) as repo:
         # DVC's graph has an edge from each stage to the stages producing its deps.
         upstream_first = repo.index.graph.reverse(copy=True)
         order = nx.lexicographical_topological_sort(upstream_first, key=lambda s: s.addressing)
@@ -59,7 +61,7 @@ def status(root: Path, name: str) -> dict:
     """`dvc status <name>`: empty when the stage is up to date."""
     from dvc.repo import Repo
 
-    with Repo(str(root)) as repo:
+    with contextlib.chdir(root), Repo(str(root)) as repo:
         return repo.status(targets=[name])
 
 
@@ -89,7 +91,7 @@ def commit(root: Path, name: str) -> None:
     """
     from dvc.repo import Repo
 
-    with Repo(str(root)) as repo:
+    with contextlib.chdir(root), Repo(str(root)) as repo:
         repo.commit(name, force=True)
     left = status(root, name)
     if left:

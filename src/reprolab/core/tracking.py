@@ -83,6 +83,17 @@ def load_env(root: Path) -> dict[str, str]:
     return values
 
 
+def artifact_root(root: Path) -> Path:
+    """Where new experiments keep their artifacts: next to the SQLite store in use (so a
+    scratch copy tracking into its project's store writes artifacts there too), else
+    ``root/.mlflow/artifacts``."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    prefix = "sqlite:///"
+    if uri.startswith(prefix + "/"):
+        return Path(uri[len(prefix) :]).parent / "artifacts"
+    return root / ".mlflow" / "artifacts"
+
+
 def resolve_uri(uri: str, root: Path) -> str:
     """Make a relative ``sqlite:///rel/path.db`` absolute against the project root."""
     prefix = "sqlite:///"
@@ -185,7 +196,7 @@ class Tracker:
         found = self.client.get_experiment_by_name(name)
         if found is not None:
             return found.experiment_id
-        artifacts = (self.root / ".mlflow" / "artifacts" / name).resolve().as_uri()
+        artifacts = (artifact_root(self.root) / name).resolve().as_uri()
         try:
             # model training, not GenAI (MLflow 3 reads the kind when it picks an
             # experiment's page); links also carry ``?workflowType=machine_learning``
