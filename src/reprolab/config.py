@@ -6,6 +6,9 @@ Layout of params.yaml::
     seeds:
       smoke: [0, 1]
       paper: [0, 1, 2, 3, 4]
+    trainer:                  # Lightning's devices (optional; see contract.TrainerConfig)
+      smoke: {}               # e.g. {accelerator: gpu, precision: bf16-mixed}
+      paper: {}
     assets:                   # shared assets (optional): built once by assets@<name>
       <name>: {smoke: {}, paper: {}}
     methods:
@@ -13,6 +16,7 @@ Layout of params.yaml::
                               # registered method without a section is not run
         smoke: {key: value}   # overrides of the method's defaults for this profile
         paper: {key: value}   # e.g. quantization: [int8_dynamic, rtn_w4a4, bitdgdm_w4a4]
+                              # or trainer: {devices: 2} (over the trainer section)
 
 A method's defaults live in code (its ``config_model`` plus ``profile_defaults``);
 params.yaml only overrides them. Every error names the key at fault and what is allowed.
@@ -28,11 +32,11 @@ import yaml
 from pydantic import ValidationError
 
 from reprolab import registry
-from reprolab.contract import MethodConfig, StrictConfig
+from reprolab.contract import MethodConfig, StrictConfig, TrainerConfig
 from reprolab.core import schemes
 
 PROFILES = ("smoke", "paper")
-TOP_LEVEL_KEYS = ("profile", "seeds", "assets", "methods")
+TOP_LEVEL_KEYS = ("profile", "seeds", "trainer", "assets", "methods")
 REQUIRED_KEYS = ("profile", "seeds", "methods")
 
 
@@ -111,6 +115,7 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
             )
     if not sections:
         raise ConfigError(f"{source}: methods: no method to run; registered: {', '.join(known)}")
+    trainers = _validate_trainer(raw.get("trainer") or {}, source)
     methods: dict[str, MethodConfig] = {}
     for slug in sections:
         section = sections[slug] or {}
@@ -118,7 +123,7 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
             raise ConfigError(f"{source}: methods.{slug}: expected a mapping with keys smoke/paper")
         _no_unknown(section, PROFILES, prefix=f"methods.{slug}.", source=source)
         for prof in PROFILES:  # validate both profiles so a bad paper key fails in smoke too
-            cfg = method_config(slug, prof, section.get(prof) or {}, source)
+            cfg = method_config(slug, prof, section.get(prof) or {}, source, trainers[prof])
             if prof == profile:
                 methods[slug] = cfg
     assets = _validate_assets(raw.get("assets") or {}, profile, source)
@@ -181,8 +186,36 @@ def _typed(spec, overrides: Any, key: str, profile: str, source: str) -> StrictC
         raise ConfigError(_explain(exc, spec.config_model, key, source)) from None
 
 
-def method_config(slug: str, profile: str, overrides: dict, source: str) -> MethodConfig:
+def _validate_trainer(section: Any, source: str) -> dict[str, dict[str, Any]]:
+    """params.yaml's ``trainer`` section: per profile, the keys it sets (checked)."""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: trainer: expected a mapping with keys smoke/paper")
+    _no_unknown(section, PROFILES, prefix="trainer.", source=source)
+    out = {}
+    for prof in PROFILES:
+        keys = section.get(prof) or {}
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{source}: trainer.{prof}: expected a mapping")
+        try:
+            TrainerConfig(**keys)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc, TrainerConfig, f"trainer.{prof}", source)) from None
+        out[prof] = dict(keys)
+    return out
+
+
+def method_config(
+    slug: str, profile: str, overrides: dict, source: str, trainer: dict | None = None
+) -> MethodConfig:
+    """A method's typed config at ``profile``: code defaults, then params.yaml's
+    overrides; its ``trainer`` is the project's ``trainer`` section with the method's
+    own ``trainer`` keys over it."""
     spec = registry.get(slug)
+    if trainer and isinstance(overrides, dict):
+        own = overrides.get("trainer") or {}
+        if not isinstance(own, dict):
+            raise ConfigError(f"{source}: methods.{slug}.{profile}.trainer: expected a mapping")
+        overrides = {**overrides, "trainer": {**trainer, **own}}
     cfg = _typed(spec, overrides, f"methods.{slug}.{profile}", profile, source)
     _check_quantization(spec, cfg, f"methods.{slug}.{profile}.quantization", source)
     _check_variants(spec, cfg, f"methods.{slug}.{profile}.variants", source)
@@ -279,11 +312,14 @@ def _no_unknown(mapping: dict, allowed: tuple[str, ...], prefix: str, source: st
 
 def _explain(exc: ValidationError, model: type[MethodConfig], prefix: str, source: str) -> str:
     lines = []
-    fields = sorted(model.model_fields)
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         key = f"{prefix}.{loc}" if loc else prefix
         if err["type"] == "extra_forbidden":
+            owner = model
+            if len(err["loc"]) > 1 and err["loc"][0] == "trainer":
+                owner = TrainerConfig  # a nested section lists its own keys
+            fields = sorted(owner.model_fields)
             lines.append(f"{key}: unknown key; allowed keys: {', '.join(fields)}")
         elif err["type"] == "missing":
             lines.append(f"{key}: missing key")
@@ -309,9 +345,11 @@ def resolved_files(project: ProjectConfig) -> dict[str, dict[str, Any]]:
         full = cfg.model_dump(mode="json")
         keys = registry.get(slug).prepare_keys
         out[f"{slug}.json"] = {**common, "method": full}
+        # prepare never trains: the trainer settings do not reach it
+        prepared = {k: v for k, v in full.items() if k != "trainer"}
         out[f"{slug}.prepare.json"] = {
             **common,
-            "method": full if keys is None else {k: full[k] for k in keys},
+            "method": prepared if keys is None else {k: full[k] for k in keys},
         }
     for name, cfg in project.assets.items():
         out[f"asset.{name}.json"] = {

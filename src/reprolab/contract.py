@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -71,8 +71,25 @@ class StrictConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+class TrainerConfig(StrictConfig):
+    """Where and how Lightning trains (``core.training.make_trainer``): the ``trainer``
+    section of params.yaml per profile, overridable per method under
+    ``methods.<slug>.<profile>.trainer``. The defaults use a GPU where there is one.
+    A method whose training is not a Lightning fit (an LP, a closed form, a plain loop)
+    ignores it."""
+
+    accelerator: Literal["auto", "cpu", "gpu", "cuda", "mps"] = "auto"
+    devices: int | Literal["auto"] = Field(default=1)
+    strategy: Literal["auto", "ddp", "ddp_spawn"] = "auto"
+    precision: Literal["32-true", "bf16-mixed", "16-mixed"] = "32-true"
+
+
 class MethodConfig(StrictConfig):
     """Base class of every method's typed config."""
+
+    #: Lightning's device settings (resolved from params.yaml's ``trainer`` section and
+    #: the method's override when params.yaml is validated)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
 
     #: quantization schemes for this method's quantize stage (see
     #: ``reprolab.core.schemes``); ``None`` keeps the method's default
@@ -213,10 +230,16 @@ def asset_folder(name: str) -> Path:
     return cache[name]
 
 
-def enter_stage(spec: MethodSpec, root: Path) -> None:
-    """Called by the stages (``reprolab.stages._common.context``): which method runs."""
+def enter_stage(spec: MethodSpec, root: Path, trainer: TrainerConfig | None = None) -> None:
+    """Called by the stages (``reprolab.stages._common.context``): which method runs,
+    and with which Lightning settings."""
     _STAGE.clear()
-    _STAGE.update(spec=spec, root=Path(root))
+    _STAGE.update(spec=spec, root=Path(root), trainer=trainer)
+
+
+def stage_trainer() -> TrainerConfig:
+    """The Lightning settings of the running stage (defaults outside a stage)."""
+    return _STAGE.get("trainer") or TrainerConfig()
 
 
 def is_runtime_metric(name: str) -> bool:

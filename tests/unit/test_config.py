@@ -115,3 +115,58 @@ def test_cross_field_rule_is_explained():
 def test_missing_file(tmp_path):
     with pytest.raises(config.ConfigError, match="params.yaml not found"):
         config.load(tmp_path / "params.yaml")
+
+
+def test_trainer_section_reaches_every_method_and_a_method_overrides_keys():
+    raw = copy.deepcopy(GOOD)
+    raw["trainer"] = {"smoke": {"precision": "bf16-mixed", "devices": 2}, "paper": {}}
+    raw["methods"]["ensloss"]["smoke"] = {"trainer": {"devices": 1}}
+    project = config.validate(raw)
+    own = project.method("ensloss").trainer
+    assert (own.precision, own.devices, own.accelerator) == ("bf16-mixed", 1, "auto")
+    other = project.method("lip_rcp").trainer
+    assert (other.precision, other.devices) == ("bf16-mixed", 2)
+    files = config.resolved_files(project)
+    assert files["lip_rcp.json"]["method"]["trainer"]["devices"] == 2
+    # prepare never trains: a trainer change must not rerun it
+    assert "trainer" not in files["lip_rcp.prepare.json"]["method"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda r: r.update(trainer={"smoke": {"accelerator": "tpu"}}),
+            "trainer.smoke.accelerator",
+        ),
+        (
+            lambda r: r.update(trainer={"smoke": {"gpus": 1}}),
+            "trainer.smoke.gpus: unknown key; allowed keys: accelerator, devices",
+        ),
+        (lambda r: r.update(trainer={"nightly": {}}), "trainer.nightly: unknown key"),
+        (
+            lambda r: r["methods"]["ensloss"].update(smoke={"trainer": {"devcies": 2}}),
+            "methods.ensloss.smoke.trainer.devcies: unknown key; allowed keys: accelerator",
+        ),
+    ],
+)
+def test_bad_trainer_keys_are_named(mutate, message):
+    assert message in bad(mutate)
+
+
+def test_a_device_this_machine_lacks_is_named_before_compute(monkeypatch):
+    import torch
+
+    from reprolab.contract import TrainerConfig
+    from reprolab.core.devices import check_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(
+        ValueError, match=r"trainer.paper: accelerator 'gpu', but this machine has no CUDA GPU"
+    ):
+        check_device(TrainerConfig(accelerator="gpu"), "trainer.paper")
+    with pytest.raises(ValueError, match="'16-mixed' needs a CUDA GPU"):
+        check_device(TrainerConfig(precision="16-mixed"), "trainer.paper")
+    with pytest.raises(ValueError, match="devices 4096, but this machine has"):
+        check_device(TrainerConfig(devices=4096), "trainer.paper")
+    check_device(TrainerConfig(precision="bf16-mixed"), "trainer.paper")  # fine on a CPU

@@ -20,6 +20,9 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from reprolab.contract import stage_trainer
+from reprolab.core.devices import check_device  # noqa: F401  (re-exported)
+
 LAST = "last.ckpt"
 
 # One Trainer per unit: Lightning's per-fit banners ("GPU available", tips) would
@@ -107,13 +110,19 @@ class LastCheckpoint(pl.Callback):
 
 
 def make_trainer(max_epochs: int, resume_dir: Path | None, **overrides: Any) -> pl.Trainer:
+    """A Lightning Trainer with the running stage's device settings (params.yaml's
+    ``trainer``, see :class:`reprolab.contract.TrainerConfig`) and the project's
+    checkpointing; ``overrides`` win."""
     callbacks: list[pl.Callback] = []
     if resume_dir is not None:
         callbacks.append(LastCheckpoint(resume_dir))
+    settings = stage_trainer()
     kwargs: dict[str, Any] = {
         "max_epochs": max_epochs,
-        "accelerator": os.environ.get("REPROLAB_ACCELERATOR", "cpu"),
-        "devices": 1,
+        "accelerator": settings.accelerator,
+        "devices": settings.devices,
+        "strategy": settings.strategy,
+        "precision": settings.precision,
         "logger": False,
         # No Lightning ModelCheckpoint: LastCheckpoint above is the only checkpointing.
         "enable_checkpointing": False,

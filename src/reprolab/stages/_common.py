@@ -88,14 +88,16 @@ def context(slug: str, stage: str, root: Path) -> StageContext:
     load_env(root)
     preflight(os.environ["MLFLOW_TRACKING_URI"])
     spec = registry.get(slug)
-    enter_stage(spec, root)  # for contract.asset_folder in the hooks
+    cfg = project.method(slug)
+    # for contract.asset_folder and core.training.make_trainer in the hooks
+    enter_stage(spec, root, cfg.trainer)
     return StageContext(
         root=root,
         slug=slug,
         stage=stage,
         project=project,
         spec=spec,
-        cfg=project.method(slug),
+        cfg=cfg,
         paths=MethodPaths(root, slug),
     )
 

@@ -23,6 +23,7 @@ import torch
 
 from reprolab.contract import is_runtime_metric
 from reprolab.core import io
+from reprolab.core.devices import check_device
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import (
@@ -37,6 +38,10 @@ from reprolab.stages._common import (
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "train", root)
     ctx.assets()  # a missing or corrupt asset is named before any compute
+    check_device(
+        ctx.cfg.trainer,
+        f"params.yaml: trainer.{ctx.profile} (or methods.{slug}.{ctx.profile}.trainer)",
+    )
     data = PreparedData(ctx.paths)  # verifies checksums before any compute
     hooks = ctx.hooks()
     # evaluation-only units reuse another variant's trained object: nothing to train
