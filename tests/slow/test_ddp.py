@@ -1,0 +1,72 @@
+"""Lightning data parallelism from params (``trainer: {devices: 2, strategy: ddp_spawn}``):
+one unit trained by 2 CPU processes (gloo) ends where 1 process ends at the same
+effective batch size (2 x 16 vs 32), to float reduction order (stated: 1e-5 on every
+weight, identical predictions).
+
+Both runs use the DDP strategy: under it Lightning feeds the data through its
+DistributedSampler, which shuffles (seeded) even a loader built with ``shuffle=False``,
+so a DDP run sees the data in another order than a plain single-process fit and is
+compared with the 1-process DDP run, which sees the same order."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = r"""
+import json, sys
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from reprolab import contract, registry
+from reprolab.contract import TrainerConfig
+from reprolab.core.training import ClassifierModule, make_trainer
+
+
+def fit(devices, batch, strategy):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 10, generator=gen)
+    y = (x[:, 0] + x[:, 1] > 0).long() + (x[:, 2] > 1).long()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.Tanh(), torch.nn.Linear(32, 3))
+    module = ClassifierModule(net, lr=0.01, epochs=4)
+    settings = TrainerConfig(accelerator="cpu", devices=devices, strategy=strategy)
+    contract.enter_stage(registry.get("ensloss"), ".", settings)
+    trainer = make_trainer(4, None)
+    # Lightning's DistributedSampler gives rank r every other sample of its (seeded)
+    # order, so step k of the two ranks together sees the 32 samples of 1-process step k
+    trainer.fit(module, DataLoader(TensorDataset(x, y), batch_size=batch, shuffle=False))
+    with torch.no_grad():
+        pred = net(x).argmax(-1)
+    return net, pred, trainer.world_size
+
+
+if __name__ == "__main__":
+    one, pred1, w1 = fit(1, 32, "ddp_spawn")
+    two, pred2, w2 = fit(2, 16, "ddp_spawn")
+    diff = max(float((a - b).abs().max()) for a, b in zip(one.parameters(), two.parameters()))
+    print("RESULT " + json.dumps({
+        "world_sizes": [w1, w2], "max_weight_diff": diff,
+        "same_predictions": bool(torch.equal(pred1, pred2)),
+    }))
+"""
+
+
+def test_two_process_ddp_matches_one_process_at_the_same_effective_batch(tmp_path):
+    script = tmp_path / "ddp_check.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    out = json.loads(lines[-1][len("RESULT ") :])
+    assert out["world_sizes"] == [1, 2]
+    assert out["max_weight_diff"] < 1e-5, out
+    assert out["same_predictions"]
