@@ -58,6 +58,7 @@ bench: venv
 	$(BIN)/python bench/bench_bdia.py --out bench/results/bdia.json
 	$(BIN)/python bench/bench_lift_gs.py
 	$(BIN)/python bench/bench_sandbox.py --out bench/results/sandbox.json
+	$(BIN)/python bench/bench_executor.py --out bench/results/executor.json
 	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 	$(BIN)/python bench/bench_transformer.py --out bench/results/transformer.json
 

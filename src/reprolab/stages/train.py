@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from reprolab.contract import is_runtime_metric
+from reprolab import executor
+from reprolab.contract import TrainedUnit, Unit, is_runtime_metric
 from reprolab.core import io
 from reprolab.core.devices import check_device
 from reprolab.core.threads import set_threads
@@ -63,36 +64,46 @@ def run(slug: str, root: Path) -> dict:
         done_dir = partial / "done"
         done_dir.mkdir(parents=True, exist_ok=True)
         n_resumed = 0
+        todo = []
         for i, unit in enumerate(units, 1):
-            done = done_dir / f"{unit.id}.pt"
-            if done.is_file():
+            if (done_dir / f"{unit.id}.pt").is_file():
                 n_resumed += 1
                 log(f"train@{slug} [{i}/{len(units)}] {unit.id}: finished earlier, kept")
-                continue
-            t0 = time.perf_counter()
-            resume = partial / "resume" / unit.id
-            _check_resume(resume, f"train@{slug} [{i}/{len(units)}] {unit.id}")
-            with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
-                result = hooks.train_unit(
-                    unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
-                )
-                # wall-clock entries go to MLflow only: the checkpoint must hash the
-                # same when the same unit is trained again
-                history = [
-                    {k: v for k, v in row.items() if not is_runtime_metric(k)}
-                    for row in result.history
-                ]
-                timings = {**result.timings, "train_seconds": time.perf_counter() - t0}
-                io.write_json(done_dir / f"{unit.id}.timings.json", timings)
-                io.save_torch({"state": result.state, "history": history}, done)
-                tracker.log_history(run_id, result.history)
-                tracker.log_metrics(run_id, timings)
-                shutil.rmtree(resume, ignore_errors=True)
+            else:
+                todo.append(unit)
+
+        def write(unit: Unit, result: TrainedUnit, seconds: float, n: int, run_id: str) -> None:
+            """Write a finished unit (done file, its MLflow run's history) and drop its
+            resume state."""
+            # wall-clock entries go to MLflow only: the checkpoint must hash the same
+            # when the same unit is trained again
+            history = [
+                {k: v for k, v in row.items() if not is_runtime_metric(k)} for row in result.history
+            ]
+            timings = {**result.timings, "train_seconds": seconds}
+            io.write_json(done_dir / f"{unit.id}.timings.json", timings)
+            io.save_torch({"state": result.state, "history": history}, done_dir / f"{unit.id}.pt")
+            tracker.log_history(run_id, result.history)
+            tracker.log_metrics(run_id, timings)
+            shutil.rmtree(partial / "resume" / unit.id, ignore_errors=True)
             last = result.history[-1] if result.history else {}
             shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items() if k != "epoch")
-            log(
-                f"train@{slug} [{i}/{len(units)}] {unit.id}: {shown} ({time.perf_counter() - t0:.1f}s)"
-            )
+            log(f"train@{slug} [{n}/{len(units)}] {unit.id}: {shown} ({seconds:.1f}s)")
+
+        if executor.is_local() or not todo:
+            for unit in todo:
+                # the unit's MLflow run is open while it trains: a failure marks it FAILED
+                with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
+                    t0 = time.perf_counter()
+                    result = _train_one(ctx, hooks, data, partial, unit)
+                    write(unit, result, time.perf_counter() - t0, units.index(unit) + 1, run_id)
+        else:
+
+            def record(unit: Unit, result: TrainedUnit, seconds: float, n: int) -> None:
+                with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
+                    write(unit, result, seconds, n, run_id)
+
+            _train_on_dask(slug, root, fingerprint, todo, record, len(units))
 
         with io.atomic_dir(ctx.paths.checkpoints) as tmp:
             for unit in units:
@@ -115,6 +126,65 @@ def run(slug: str, root: Path) -> dict:
         return {"units": len(units), "resumed": n_resumed, "seconds": wall}
     finally:
         tracker.finish(ok)
+
+
+def _train_one(ctx, hooks, data, partial: Path, unit: Unit) -> TrainedUnit:
+    """Train one unit (in the stage process or a Dask worker), resuming from its last
+    epoch checkpoint when an interrupted attempt left one."""
+    label = f"train@{ctx.slug} [{unit.id}]"
+    resume = partial / "resume" / unit.id
+    _check_resume(resume, label)
+    return hooks.train_unit(
+        unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
+    )
+
+
+#: per Dask worker process: (slug, root, fingerprint) -> (ctx, hooks, data)
+_WORKER_STATE: dict[tuple[str, str, str], tuple] = {}
+
+
+def _train_remote(slug: str, root: str, fingerprint: str, unit_json: dict) -> tuple:
+    """A unit's training on a Dask worker: the stage context is built once per worker
+    (params checked, data verified), the result goes back to the stage process, which
+    writes it."""
+    key = (slug, root, fingerprint)
+    if key not in _WORKER_STATE:
+        set_threads()
+        ctx = context(slug, "train", Path(root))
+        _WORKER_STATE[key] = (ctx, ctx.hooks(), PreparedData(ctx.paths))
+    ctx, hooks, data = _WORKER_STATE[key]
+    partial = ctx.paths.partial("train") / fingerprint
+    t0 = time.perf_counter()
+    result = _train_one(ctx, hooks, data, partial, Unit.from_json(unit_json))
+    return result, time.perf_counter() - t0
+
+
+def _train_on_dask(slug, root, fingerprint, todo, record, total) -> None:
+    """Submit every unit to the Dask executor; record each as its result arrives. A
+    worker lost mid-unit makes Dask run that unit again elsewhere (its resume state is
+    in the shared partial folder); each unit is recorded once."""
+    from distributed import as_completed
+
+    with executor.dask_client() as client:
+        workers = len(client.scheduler_info().get("workers", {}))
+        log(f"train@{slug}: {len(todo)} units on Dask ({executor.choice()}, {workers} workers)")
+        futures = {
+            client.submit(
+                _train_remote,
+                slug,
+                str(root),
+                fingerprint,
+                unit.as_json(),
+                key=f"train-{slug}-{unit.id}-{fingerprint}",
+                pure=False,
+            ): unit
+            for unit in todo
+        }
+        n = total - len(todo)
+        for future in as_completed(futures):
+            result, seconds = future.result()
+            n += 1
+            record(futures[future], result, seconds, n)
 
 
 def _check_resume(resume: Path, label: str) -> None:

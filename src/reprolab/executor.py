@@ -1,0 +1,88 @@
+"""Where a stage's independent units run: ``REPROLAB_EXECUTOR``.
+
+- ``local`` (default): one after another in the stage process, as always;
+- ``dask``: a local Dask cluster sized to the machine (one single-threaded worker
+  process per core, or ``REPROLAB_DASK_WORKERS``), started for the stage and stopped
+  after it;
+- ``tcp://host:port`` (or any Dask address): an existing Dask scheduler, e.g. a cluster
+  whose workers see the same project folder (a shared filesystem) and environment.
+
+It is an environment setting, not a param: where units run does not change what they
+compute (a test compares the checkpoints), so it must not change DVC's view of a stage.
+The stage process still gathers the results and writes every output (checkpoints, MLflow
+runs) itself, atomically, so DVC sees one stage and its caching stays exact. A worker
+that dies mid-unit loses nothing that was finished: Dask reruns the unit on another
+worker (resuming from the unit's last epoch checkpoint when it has one), and the stage
+records each unit once, when its result arrives.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+ENV = "REPROLAB_EXECUTOR"
+WORKERS_ENV = "REPROLAB_DASK_WORKERS"
+CONNECT_TIMEOUT_S = 5
+
+
+class ExecutorError(RuntimeError):
+    """The executor named by REPROLAB_EXECUTOR cannot be used (named, with the fix)."""
+
+
+def choice() -> str:
+    value = os.environ.get(ENV, "local").strip() or "local"
+    if value in ("local", "dask") or "://" in value:
+        return value
+    raise ExecutorError(
+        f"{ENV}={value!r}: expected 'local', 'dask' (a local Dask cluster) or a Dask "
+        "scheduler address such as tcp://127.0.0.1:8786"
+    )
+
+
+def is_local() -> bool:
+    return choice() == "local"
+
+
+@contextmanager
+def dask_client() -> Iterator[Any]:
+    """A ``distributed.Client`` for the configured executor (a local cluster is started
+    here and stopped on exit; an unreachable scheduler fails within seconds)."""
+    value = choice()
+    if value == "local":
+        raise ExecutorError(f"{ENV} is 'local': no Dask client")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - it is in requirements.lock
+        raise ExecutorError(f"{ENV}={value}: dask.distributed is not installed ({exc})") from exc
+    if value == "dask":
+        workers = int(os.environ.get(WORKERS_ENV, os.cpu_count() or 1))
+        # one thread per worker process: torch inside each unit then uses one core
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            env={"REPROLAB_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+        )
+        client = Client(cluster)
+        try:
+            yield client
+        finally:
+            client.close()
+            cluster.close()
+        return
+    try:
+        client = Client(value, timeout=CONNECT_TIMEOUT_S)
+    except OSError as exc:
+        raise ExecutorError(
+            f"{ENV}={value}: no Dask scheduler answers there within {CONNECT_TIMEOUT_S} s "
+            f"({exc}); start one (`dask scheduler` and `dask worker {value}` on the machines "
+            f"that see this project) or set {ENV}=dask for a local cluster"
+        ) from None
+    try:
+        yield client
+    finally:
+        client.close()

@@ -1,0 +1,94 @@
+"""Units on Dask (REPROLAB_EXECUTOR): the train stage of a real method on a 2-worker local
+cluster gives the same checkpoints as in-process, and a worker killed mid-unit loses and
+double-counts nothing (the unit runs again elsewhere; one MLflow run per unit)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from reprolab import executor
+from tests.conftest import TINY_ENSLOSS, copy_project, run
+
+pytestmark = pytest.mark.pipeline
+
+
+def _checkpoint_md5(root: Path) -> str:
+    import yaml
+
+    lock = yaml.safe_load((root / "dvc.lock").read_text())
+    (out,) = lock["stages"]["train@ensloss"]["outs"]
+    return out["md5"]
+
+
+def test_unreachable_scheduler_and_bad_value_are_named(monkeypatch):
+    monkeypatch.setenv(executor.ENV, "tcp://127.0.0.1:9")
+    t0 = time.monotonic()
+    with (
+        pytest.raises(executor.ExecutorError, match="no Dask scheduler answers there"),
+        executor.dask_client(),
+    ):
+        pass
+    assert time.monotonic() - t0 < 30
+    monkeypatch.setenv(executor.ENV, "yes please")
+    with pytest.raises(executor.ExecutorError, match="expected 'local', 'dask'"):
+        executor.choice()
+
+
+def test_units_on_dask_match_in_process_and_survive_a_killed_worker(tmp_path, monkeypatch):
+    from distributed import Client, LocalCluster
+    from mlflow.tracking import MlflowClient
+
+    from reprolab.stages import run_stage
+
+    cfg = {**TINY_ENSLOSS, "epochs": 6, "quantization": []}
+    root = copy_project(tmp_path / "project", ensloss=cfg)
+    run(["dvc", "repro", "train@ensloss"], root)  # in-process: the reference
+    reference = _checkpoint_md5(root)
+
+    cluster = LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    client = Client(cluster)
+    killed: list[str] = []
+
+    def kill_first_busy_worker() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            busy = [w for w, tasks in client.processing().items() if tasks]
+            if busy:
+                pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(busy[0])
+            time.sleep(0.05)
+
+    try:
+        monkeypatch.setenv(executor.ENV, cluster.scheduler_address)
+        monkeypatch.chdir(root)
+        killer = threading.Thread(target=kill_first_busy_worker, daemon=True)
+        killer.start()
+        result = run_stage("train", "ensloss", root)
+        killer.join(timeout=5)
+    finally:
+        client.close()
+        cluster.close()
+    assert killed, "no worker was busy long enough to be killed"
+    run(["dvc", "commit", "-f", "train@ensloss"], root)
+    assert _checkpoint_md5(root) == reference  # same checkpoints as in-process
+
+    mlflow = MlflowClient(tracking_uri=f"sqlite:///{root / '.mlflow' / 'mlflow.db'}")
+    exp = mlflow.get_experiment_by_name("ensloss")
+    stage_runs = mlflow.search_runs(
+        [exp.experiment_id],
+        filter_string="tags.`reprolab.stage` = 'train' and tags.`reprolab.kind` = 'unit'",
+        max_results=1000,
+    )
+    names = [r.info.run_name for r in stage_runs]
+    # two train stage runs (in-process, then Dask): each unit exactly once in each
+    assert len(names) == 2 * result["units"] and len(set(names)) == result["units"]
+    assert all(r.info.status == "FINISHED" for r in stage_runs)
