@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 unexport PYTHONDONTWRITEBYTECODE
 export WARM_IMPORTS := from reprolab import worker; worker.preload(); import dvc.cli, dvc.repo, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
-.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper
+.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper mlflow-server
 
 venv: $(STAMP)
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
@@ -44,6 +44,7 @@ run: venv
 # share one copy of it (tests/conftest.py), the rest spread over both cores.
 TEST_WORKERS ?= 2
 test: venv
+	bash scripts/system_deps.sh
 	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
 
 test-slow: venv
@@ -67,6 +68,11 @@ ui: venv
 	@echo "MLflow UI: http://127.0.0.1:$${REPROLAB_UI_PORT:-5000}/#/experiments?workflowType=machine_learning"
 	set -a; source mlflow.env; set +a; \
 	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000}
+
+# MLflow tracking server on PostgreSQL (loopback; src/reprolab/mlflow_server.py). Point
+# mlflow.env at it: MLFLOW_TRACKING_URI=http://127.0.0.1:5001
+mlflow-server: venv
+	$(BIN)/python -m reprolab mlflow-server --port $${REPROLAB_MLFLOW_PORT:-5001} --pg-port $${REPROLAB_PG_PORT:-5433}
 
 # Local Prefect server (loopback) and the scheduled deployments.
 prefect-server: venv

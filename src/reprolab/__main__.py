@@ -16,6 +16,10 @@ def _run(argv: list[str]) -> int:
         from reprolab.worker import command
 
         return command(argv[1:])
+    if argv[:1] == ["mlflow-server"]:  # a long-running server, never a stage
+        from reprolab.mlflow_server import main as serve
+
+        return serve(argv[1:])
     from reprolab.worker import delegate
 
     code = delegate(argv)

@@ -28,7 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list registered methods")
     p = sub.add_parser("worker", help="start/stop/status of the preloaded stage worker")
     p.add_argument("worker_args", nargs=argparse.REMAINDER, help="start|stop|status [--idle S]")
+    p = sub.add_parser("mlflow-server", help="MLflow tracking server on PostgreSQL (loopback)")
+    p.add_argument("server_args", nargs=argparse.REMAINDER, help="[--port 5001] [--pg-port 5433]")
     args = parser.parse_args(argv)
+    if args.command == "mlflow-server":
+        from reprolab.mlflow_server import main as serve
+
+        return serve(args.server_args)
     if args.command == "worker":
         # `python -m reprolab worker ...` gets here only when cli.main is called directly;
         # __main__ routes it to reprolab.worker without importing this module.

@@ -83,14 +83,17 @@ def load_env(root: Path) -> dict[str, str]:
     return values
 
 
-def artifact_root(root: Path) -> Path:
+def artifact_root(root: Path) -> Path | None:
     """Where new experiments keep their artifacts: next to the SQLite store in use (so a
-    scratch copy tracking into its project's store writes artifacts there too), else
-    ``root/.mlflow/artifacts``."""
+    scratch copy tracking into its project's store writes artifacts there too); with a
+    tracking server (http, https), wherever the server keeps them (None: its artifact
+    root, proxied); else ``root/.mlflow/artifacts``."""
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
     prefix = "sqlite:///"
     if uri.startswith(prefix + "/"):
         return Path(uri[len(prefix) :]).parent / "artifacts"
+    if uri.startswith(("http://", "https://")):
+        return None
     return root / ".mlflow" / "artifacts"
 
 
@@ -196,7 +199,8 @@ class Tracker:
         found = self.client.get_experiment_by_name(name)
         if found is not None:
             return found.experiment_id
-        artifacts = (artifact_root(self.root) / name).resolve().as_uri()
+        base = artifact_root(self.root)
+        artifacts = (base / name).resolve().as_uri() if base is not None else None
         try:
             # model training, not GenAI (MLflow 3 reads the kind when it picks an
             # experiment's page); links also carry ``?workflowType=machine_learning``
