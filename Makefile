@@ -10,6 +10,7 @@ export DVC_NO_ANALYTICS := 1
 export DO_NOT_TRACK := 1
 export MLFLOW_DISABLE_TELEMETRY := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
+# Ephemeral Prefect (flows run without a server, the tests) needs no dashboard.
 export PREFECT_UI_ENABLED ?= false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Bytecode is cached: an environment that turns it off would recompile every import of
@@ -75,8 +76,9 @@ mlflow-server: venv
 	$(BIN)/python -m reprolab mlflow-server --port $${REPROLAB_MLFLOW_PORT:-5001} --pg-port $${REPROLAB_PG_PORT:-5433}
 
 # Local Prefect server (loopback) and the scheduled deployments.
+# The dashboard is on (loopback only): REPROLAB_PREFECT_UI=false turns it off.
 prefect-server: venv
-	$(BIN)/prefect server start --host 127.0.0.1 --port 4200
+	PREFECT_UI_ENABLED=$${REPROLAB_PREFECT_UI:-true} $(BIN)/prefect server start --host 127.0.0.1 --port 4200
 
 serve: venv
 	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
