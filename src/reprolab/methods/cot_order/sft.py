@@ -164,6 +164,11 @@ def merged(base, state: dict[str, torch.Tensor], r: int, alpha: int):
     layers = adapted_layers(state)
     if not state or not layers:
         raise lm.MissingAdapterError("the checkpoint holds no LoRA adapter tensors")
+    n = len(decoder_layers(base))
+    if layers[-1] >= n:
+        raise lm.MissingAdapterError(
+            f"adapter does not fit the model: it adapts layer {layers[-1]}, the model has {n}"
+        )
     cfg = LoraConfig(
         r=r,
         lora_alpha=alpha,
