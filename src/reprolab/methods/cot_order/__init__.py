@@ -1,7 +1,9 @@
 """Order of reasoning and code in code-generation SFT data (Liu et al.; ICML 2025).
 
-Paper: "Revisiting Chain-of-Thought in Code Generation: Do Language Models Need to Learn
-Reasoning before Coding?" (ICML 2025, OpenReview wSZeQoJ1Vk). No official code found.
+Paper: Ren-Biao Liu, Anqi Li, Chaoding Yang, Hui Sun, Ming Li, "Revisiting
+Chain-of-Thought in Code Generation: Do Language Models Need to Learn Reasoning before
+Coding?" (ICML 2025, OpenReview wSZeQoJ1Vk; no arXiv version found). No official code
+found.
 """
 
 from pathlib import Path
@@ -14,9 +16,9 @@ SPEC = MethodSpec(
     slug="cot_order",
     title="Code first, then chain of thought: the order of reasoning and code in SFT",
     paper=(
-        "Liu, Li, Yang, Sun, Li, Revisiting Chain-of-Thought in Code Generation: Do "
-        "Language Models Need to Learn Reasoning before Coding? (ICML 2025, OpenReview "
-        "wSZeQoJ1Vk)"
+        "Ren-Biao Liu, Anqi Li, Chaoding Yang, Hui Sun, Ming Li, Revisiting "
+        "Chain-of-Thought in Code Generation: Do Language Models Need to Learn Reasoning "
+        "before Coding? (ICML 2025, OpenReview wSZeQoJ1Vk; no arXiv version found)"
     ),
     code="no official code found",
     config_model=CotOrderConfig,
