@@ -74,3 +74,31 @@ def score(problems: list[Problem], completions: list[str], workers: int = 2) -> 
         workers=workers,
     )
     return [r.status for r in results]
+
+
+def _entry(problem: Problem):
+    import ast
+
+    tree = ast.parse(problem.prompt)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == problem.entry_point:
+            return node
+    raise ValueError(f"{problem.task_id}: no function {problem.entry_point!r} in the prompt")
+
+
+def task_prompt(problem: Problem) -> str:
+    """The problem in the SFT set's own wording (``programs.prompt``): "Write a Python
+    function `name(args)` ..." and the docstring, so a fine-tuned model answers in the
+    format it learnt (a fenced function). The imports and helper functions of the
+    original prompt stay in the program that is run (:func:`program_of`)."""
+    import ast
+
+    node = _entry(problem)
+    doc = (ast.get_docstring(node) or "").strip()
+    return f"Write a Python function `{node.name}({ast.unparse(node.args)})` as follows.\n{doc}\n"
+
+
+def program_of(problem: Problem, code: str) -> str:
+    """What runs: the original prompt (imports, helpers, the docstring-only function),
+    then the model's code, whose definition replaces the stub."""
+    return problem.program("\n" + code)

@@ -1,0 +1,326 @@
+"""cot_order hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+One task (``synth``: the seeded program-synthesis set plus the HumanEval problems), three
+trained variants (the SFT arms ``code_only``, ``cot_first``, ``code_first``) and the
+profile's seeds. A unit's trained state is its LoRA adapter alone (``sft.py``: LoRA on
+the attention projections of the top ``lora_layers`` layers, the frozen layers below
+computed once per arm); ``restore`` merges it into the base model, so the quantize stage
+quantizes an ordinary model (LoRA folded into the weights first, then int8 with the MLP
+down projections kept fp32).
+
+Evaluation: greedy decoding with the same token budget and the same stop for every arm
+(the closing fence of the code block: decoding stops after the code, as in the paper,
+so ``code_first`` never spends tokens on its explanation at test time and ``cot_first``
+must write its reasoning inside the budget); the first fenced block is executed against
+the problem's held-out asserts (own test split: held-out templates) or HumanEval's
+``check`` in :mod:`reprolab.core.sandbox`. A prompt over the context window, an empty
+generation, a generation without a code block and code that does not parse are failed
+samples, never dropped.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab import contract
+from reprolab.contract import TrainedUnit, Unit
+from reprolab.core import lm
+from reprolab.methods.cot_order import humaneval
+from reprolab.methods.cot_order import programs as P
+from reprolab.methods.cot_order.config import CotOrderConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TASK = "synth"
+#: the closing fence of the code block (the opening one is "```python")
+STOP = ("\n```\n",)
+#: sample outcomes that never reached the sandbox
+NO_GENERATION, NO_CODE = "no_generation", "no_code"
+
+# ---------------------------------------------------------------- prepare
+
+
+def _strings(values: Sequence[str]) -> np.ndarray:
+    return np.array(list(values), dtype=np.str_) if values else np.array([], dtype="<U1")
+
+
+def prepare(
+    cfg: CotOrderConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    train_t, test_t = P.split_templates(cfg.held_out_per_family, cfg.data_seed)
+    train = P.generate(train_t, cfg.n_train, cfg.data_seed, cfg.n_tests)
+    test = P.generate(test_t, cfg.n_test, cfg.data_seed + 1, cfg.n_tests)
+    problems = humaneval.load(cfg.n_humaneval)
+    arrays = {
+        "train_template": _strings([e.template for e in train]),
+        "train_family": _strings([e.family for e in train]),
+        "train_name": _strings([e.name for e in train]),
+        "train_problem": _strings([e.problem for e in train]),
+        "train_reasoning": _strings([e.reasoning for e in train]),
+        "train_code": _strings([e.code for e in train]),
+        "test_template": _strings([e.template for e in test]),
+        "test_prompt": _strings([P.prompt(e) for e in test]),
+        "test_code": _strings([e.code for e in test]),
+        "test_tests": _strings([e.test_source() for e in test]),
+        "he_task_id": _strings([p.task_id for p in problems]),
+        "he_prompt": _strings([humaneval.task_prompt(p) for p in problems]),
+        "he_stub": _strings([p.prompt for p in problems]),
+        "he_tests": _strings([p.tests() for p in problems]),
+    }
+    meta = {
+        "train_templates": train_t,
+        "test_templates": test_t,
+        "sizes": {"train": len(train), "test": len(test), "humaneval": len(problems)},
+    }
+    return {TASK: arrays}, meta
+
+
+def train_examples(data: dict) -> list[P.Example]:
+    return [
+        P.Example(str(t), str(f), str(n), str(pr), str(r), str(c), ())
+        for t, f, n, pr, r, c in zip(
+            data["train_template"],
+            data["train_family"],
+            data["train_name"],
+            data["train_problem"],
+            data["train_reasoning"],
+            data["train_code"],
+            strict=True,
+        )
+    ]
+
+
+def sft_pairs(data: dict, arm: str) -> list[tuple[str, str]]:
+    """(prompt, completion) of every training example for ``arm``: the same examples in
+    the same order for every arm; only the order inside the completion differs."""
+    return [(P.prompt(e), P.target(e, arm)) for e in train_examples(data)]
+
+
+# ---------------------------------------------------------------- model
+
+
+_TOKENIZERS: dict[str, object] = {}
+_BASES: dict[tuple, object] = {}
+
+
+def tokenizer():
+    """SmolLM2's tokenizer from the ``smollm2`` asset; outside a stage (the contract
+    test) from the per-user cache that the asset copies (the same tokenizer)."""
+    try:
+        folder = contract.asset_folder(lm.ASSET)
+    except RuntimeError:
+        folder = None
+    key = str(folder)
+    if key not in _TOKENIZERS:
+        _TOKENIZERS[key] = lm.load_tokenizer(folder)
+    return _TOKENIZERS[key]
+
+
+def _base_key(cfg: CotOrderConfig) -> tuple:
+    if cfg.model == "tiny":
+        return ("tiny", cfg.tiny_layers, cfg.tiny_hidden, cfg.tiny_context)
+    return ("smollm2", str(contract.asset_folder(lm.ASSET)))
+
+
+def base_model(cfg: CotOrderConfig):
+    """A fresh copy of the base model: the tiny Llama over the real tokenizer (smoke) or
+    SmolLM2-135M-Instruct from the asset (paper). Loaded once per process, copied."""
+    key = _base_key(cfg)
+    if key not in _BASES:
+        if cfg.model == "tiny":
+            hidden = cfg.tiny_hidden
+            _BASES[key] = lm.tiny_model(
+                tokenizer(),
+                layers=cfg.tiny_layers,
+                hidden=hidden,
+                heads=4,
+                kv_heads=2,
+                intermediate=2 * hidden,
+                context=cfg.tiny_context,
+                seed=0,
+            )
+        else:
+            folder = contract.asset_folder(lm.ASSET)
+            if not (folder / "config.json").is_file():
+                raise FileNotFoundError(
+                    f"the {lm.ASSET} asset in {folder} holds the tokenizer only; the cot_order "
+                    f"model 'smollm2' needs `assets.{lm.ASSET}.<profile>.weights: true`"
+                )
+            _BASES[key] = lm.load(folder)[0]
+    return copy.deepcopy(_BASES[key]).eval()
+
+
+# ---------------------------------------------------------------- train
+
+
+def units(cfg: CotOrderConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.cot_order import SPEC
+
+    used = list(seeds)[: cfg.max_seeds] if cfg.max_seeds is not None else list(seeds)
+    return [Unit(t, v, s) for t in sorted(tasks) for v in SPEC.selected_variants(cfg) for s in used]
+
+
+_HIDDEN: dict[str, tuple] = {}
+
+
+def _cached_hidden(cfg: CotOrderConfig, model, pairs, layer: int):
+    """(hidden states entering ``layer``, mask, labels) of the SFT pairs: the frozen part
+    of the model, computed once per arm and process (every seed of an arm reuses it)."""
+    from reprolab.methods.cot_order import sft
+
+    blob = repr((_base_key(cfg), layer, cfg.max_len, pairs)).encode()
+    key = hashlib.sha256(blob).hexdigest()
+    if key not in _HIDDEN:
+        ids, mask, labels = sft.sft_tensors(tokenizer(), pairs, cfg.max_len)
+        hidden = sft.hidden_before(model, layer, ids, mask, cfg.batch_size)
+        _HIDDEN.clear()  # one arm at a time (units are trained arm by arm)
+        _HIDDEN[key] = (hidden, mask, labels)
+    return _HIDDEN[key]
+
+
+def train_unit(
+    unit: Unit,
+    cfg: CotOrderConfig,
+    data: dict,
+    resume_dir: Path,
+    progress: Callable[[str], None],
+) -> TrainedUnit:
+    from reprolab.methods.cot_order import sft
+
+    model = base_model(cfg)
+    n = len(sft.decoder_layers(model))
+    if cfg.lora_layers > n:
+        raise ValueError(f"lora_layers={cfg.lora_layers} but the model has {n} layers")
+    first = n - cfg.lora_layers
+    t0 = time.perf_counter()
+    hidden, mask, labels = _cached_hidden(cfg, model, sft_pairs(data, unit.variant), first)
+    cache_s = time.perf_counter() - t0
+    top = sft.truncate_to_top(model, cfg.lora_layers)
+    module = sft.module_class()(
+        top, lr=cfg.lr, r=cfg.lora_r, alpha=cfg.lora_alpha, seed=int(unit.seed)
+    )
+    loader = sft.hidden_batches(hidden, mask, labels, cfg.batch_size, int(unit.seed))
+    t1 = time.perf_counter()
+    lm.fit_lora(module, loader, cfg.epochs, resume_dir)
+    fit_s = time.perf_counter() - t1
+    tokens = float((labels[:, 1:] != lm.IGNORE).sum())  # completion tokens (+EOS) per epoch
+    history = [{**h, "completion_tokens": tokens} for h in module.history]
+    progress(
+        f"{len(history)} epochs, loss {history[-1]['train_loss']:.3f}, {tokens:.0f} tokens/epoch"
+    )
+    state = sft.adapter_state(module.model, first)
+    return TrainedUnit(
+        state=state, history=history, timings={"cache_seconds": cache_s, "fit_seconds": fit_s}
+    )
+
+
+def restore(unit: Unit, cfg: CotOrderConfig, data: dict, state: dict):
+    """The base model with the unit's adapter merged into its weights (eval mode)."""
+    from reprolab.methods.cot_order import sft
+
+    return sft.merged(base_model(cfg), state, cfg.lora_r, cfg.lora_alpha)
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def score(
+    texts: Sequence[str],
+    failed: Sequence[bool],
+    program: Callable[[int, str], str],
+    tests: Sequence[str],
+    workers: int,
+) -> list[str]:
+    """Outcome of each sample: the sandbox's status ('passed', 'failed', 'syntax_error',
+    'timeout', ...) for the program built from its first code block, else
+    ``no_generation`` (prompt over the window, empty text) or ``no_code``."""
+    from reprolab.core import sandbox
+
+    out: list[str | None] = [None] * len(texts)
+    jobs = []
+    for i, (text, bad) in enumerate(zip(texts, failed, strict=True)):
+        if bad:
+            out[i] = NO_GENERATION
+            continue
+        code = P.extract_code(text)
+        if code is None or not code.strip():
+            out[i] = NO_CODE
+            continue
+        jobs.append((i, program(i, code), tests[i]))
+    results = sandbox.run_many([(p, t) for _, p, t in jobs], workers=workers) if jobs else []
+    for (i, _, _), result in zip(jobs, results, strict=True):
+        out[i] = result.status
+    return [str(s) for s in out]
+
+
+def _rates(statuses: list[str], tokens: list[list[int]], prefix: str) -> dict[str, float]:
+    n = len(statuses)
+    return {
+        f"{prefix}pass_at_1": sum(s == "passed" for s in statuses) / n,
+        f"{prefix}code_found": sum(s not in (NO_GENERATION, NO_CODE) for s in statuses) / n,
+        f"{prefix}syntax_errors": sum(s == "syntax_error" for s in statuses) / n,
+        f"{prefix}new_tokens": float(np.mean([len(t) for t in tokens])),
+    }
+
+
+def evaluate_unit(model, unit: Unit, cfg: CotOrderConfig, data: dict, history: list[dict]):
+    tok = tokenizer()
+    own = [str(p) for p in data["test_prompt"]]
+    he = [str(p) for p in data["he_prompt"]]
+    gen = lm.generate(model, tok, own + he, cfg.max_new_tokens, batch_size=cfg.gen_batch, stop=STOP)
+    k = len(own)
+    own_status = score(
+        gen.texts[:k],
+        gen.failed[:k],
+        lambda i, code: code,
+        [str(t) for t in data["test_tests"]],
+        cfg.sandbox_workers,
+    )
+    stubs = [str(s) for s in data["he_stub"]]
+    he_status = score(
+        gen.texts[k:],
+        gen.failed[k:],
+        lambda i, code: stubs[i] + "\n" + code,
+        [str(t) for t in data["he_tests"]],
+        cfg.sandbox_workers,
+    )
+    return {
+        **_rates(own_status, gen.tokens[:k], ""),
+        **_rates(he_status, gen.tokens[k:], "humaneval_"),
+        "generate_seconds": gen.seconds,
+    }
+
+
+def _ids(cfg: CotOrderConfig, data: dict, rows: int):
+    import torch
+
+    tok = tokenizer()
+    prompts = [P.prompt(e) for e in train_examples(data)[:rows]]
+    return [torch.tensor([list(tok(p).input_ids)]) for p in prompts]
+
+
+def example_input(unit: Unit, cfg: CotOrderConfig, data: dict):
+    """One training prompt's token ids (a forward pass of the whole prompt)."""
+    return _ids(cfg, data, 1)[0]
+
+
+def calibration_inputs(unit: Unit, cfg: CotOrderConfig, data: dict, model) -> list:
+    """Training prompts (never test prompts), one row each."""
+    return _ids(cfg, data, 4)
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+    from reprolab.methods.cot_order import plots as figs
+
+    return [
+        figs.pass_at_1(table, out_dir / "pass_at_1.png"),
+        figs.training_loss(trained, out_dir / "training_loss.png"),
+    ]

@@ -1,0 +1,85 @@
+"""cot_order figures: pass@1 per SFT arm (mean and 95% interval over seeds) on the own
+held-out templates and on HumanEval, at every precision; SFT training loss per arm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.stats import t_interval  # noqa: E402
+
+ARMS = ("code_only", "cot_first", "code_first")
+PANELS = (
+    ("pass_at_1", "own test split (held-out templates)"),
+    ("humaneval_pass_at_1", "HumanEval"),
+)
+
+
+def _mean_err(values: np.ndarray) -> tuple[float, float]:
+    iv = t_interval(values)
+    err = iv.high - iv.mean if np.isfinite(iv.high) else 0.0
+    return float(np.mean(values)), float(err)
+
+
+def pass_at_1(table: pd.DataFrame, path: Path) -> Path:
+    precisions = list(dict.fromkeys(table.precision))
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(5.2 * len(PANELS), 3.6), squeeze=False)
+    width = 0.8 / max(len(precisions), 1)
+    for ax, (metric, title) in zip(axes[0], PANELS, strict=True):
+        rows = table[table.metric == metric]
+        for j, precision in enumerate(precisions):
+            stats = [
+                _mean_err(
+                    rows[(rows.variant == arm) & (rows.precision == precision)].value.to_numpy()
+                )
+                if not rows[(rows.variant == arm) & (rows.precision == precision)].empty
+                else (np.nan, 0.0)
+                for arm in ARMS
+            ]
+            x = np.arange(len(ARMS)) + (j - (len(precisions) - 1) / 2) * width
+            ax.bar(
+                x,
+                [s[0] for s in stats],
+                width,
+                yerr=[s[1] for s in stats],
+                capsize=3,
+                label=precision,
+            )
+            for arm_i, arm in enumerate(ARMS):  # the seeds themselves
+                vals = rows[(rows.variant == arm) & (rows.precision == precision)].value
+                ax.scatter(np.full(len(vals), x[arm_i]), vals, s=8, color="black", zorder=3)
+        ax.set_xticks(np.arange(len(ARMS)), ARMS)
+        ax.set_ylabel("pass@1")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("pass@1 per SFT arm (mean, 95% CI over seeds; dots: seeds)")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def training_loss(trained, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    colors = dict(zip(ARMS, ("tab:gray", "tab:blue", "tab:orange"), strict=True))
+    seen = set()
+    for unit, history in sorted(trained.items(), key=lambda kv: kv[0].sort_key()):
+        if not history:
+            continue
+        epochs = [h["epoch"] for h in history]
+        loss = [h["train_loss"] for h in history]
+        label = unit.variant if unit.variant not in seen else None
+        seen.add(unit.variant)
+        ax.plot(epochs, loss, marker="o", color=colors.get(unit.variant), label=label, alpha=0.7)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("SFT loss (completion tokens)")
+    ax.set_title("LoRA SFT loss per arm (one line per seed)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, path)
