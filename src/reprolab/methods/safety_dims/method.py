@@ -156,7 +156,10 @@ def _bundle_class():
             self.register_buffer(TOP_KEY, top.clone())
 
         def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-            return self.tuned(input_ids=input_ids).logits
+            """Both models on ``input_ids`` (stacked logits: base, tuned): what the
+            quantize stage's layer errors and the latency measurement run."""
+            base = self.base(input_ids=input_ids).logits
+            return torch.stack([base, self.tuned(input_ids=input_ids).logits])
 
     return Bundle
 
@@ -231,11 +234,12 @@ def train_unit(
     harmful = data["test_harmful"].astype(bool)
     comp0 = analysis.shift_spectrum(before[layer], after[layer]).components[0]
     comp0 = _orient(comp0, after[layer], harmful)
-    rel = residual.relevance(causal, ids, lengths, layer, comp0)
+    rows = np.flatnonzero(harmful)  # removal is scored on harmful prompts only
+    rel = residual.relevance(causal, ids[rows], lengths[rows], layer, comp0)
     top = np.full((len(lengths), cfg.remove_tokens), -1, dtype=np.int64)
-    for i in range(len(lengths)):
+    for r, i in enumerate(rows):
         pos = residual.top_positions(
-            rel[i], int(data["test_ustart"][i]), int(data["test_uend"][i]), cfg.remove_tokens
+            rel[r], int(data["test_ustart"][i]), int(data["test_uend"][i]), cfg.remove_tokens
         )
         top[i, : len(pos)] = pos
     progress("relevance of the test tokens computed")
