@@ -19,6 +19,7 @@ not), a short compliant opening for benign ones.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -111,11 +112,17 @@ def make_prompt(topic: int, harmful: bool, wrapper: Wrapper, frame: int) -> Prom
     return Prompt(text, harmful, wrapper, topic, triggers)
 
 
-def generate(topics: list[int], per_cell: int, seed: int) -> list[Prompt]:
+def generate(
+    topics: list[int], per_cell: int, seed: int, frames: Sequence[int] | None = None
+) -> list[Prompt]:
     """For every (harmful?, wrapper) cell, ``per_cell`` prompts over ``topics`` with
-    seeded frames: a balanced, shuffled set."""
+    seeded frames drawn from ``frames`` (default: all of :data:`FRAMES`; disjoint frame
+    sets give train and test prompts disjoint templates): a balanced, shuffled set."""
     if not topics:
         raise ValueError("no topics to draw from")
+    frames = list(range(len(FRAMES))) if frames is None else list(frames)
+    if not frames or any(not 0 <= f < len(FRAMES) for f in frames):
+        raise ValueError(f"frames must be a non-empty subset of 0..{len(FRAMES) - 1}, got {frames}")
     rng = random.Random(seed)
     out = []
     for harmful in (True, False):
@@ -123,7 +130,10 @@ def generate(topics: list[int], per_cell: int, seed: int) -> list[Prompt]:
             for i in range(per_cell):
                 out.append(
                     make_prompt(
-                        topics[i % len(topics)], harmful, wrapper, rng.randrange(len(FRAMES))
+                        topics[i % len(topics)],
+                        harmful,
+                        wrapper,
+                        frames[rng.randrange(len(frames))],
                     )
                 )
     rng.shuffle(out)

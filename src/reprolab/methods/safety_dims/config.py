@@ -1,0 +1,85 @@
+"""safety_dims settings. Defaults are the smoke profile (a tiny Llama over the real
+tokenizer); ``PROFILE_DEFAULTS['paper']`` switches to SmolLM2-135M-Instruct."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from reprolab.contract import MethodConfig
+from reprolab.methods.safety_dims.prompts import FRAMES, TOPICS
+
+
+class SafetyDimsConfig(MethodConfig):
+    #: "tiny": lm.tiny_model over the asset's tokenizer (smoke); "smollm2": the real model
+    model: Literal["tiny", "smollm2"] = "tiny"
+    #: the tiny model's layers and width (ignored for smollm2)
+    tiny_layers: int = Field(default=3, ge=1, le=8)
+    tiny_hidden: int = Field(default=64, ge=16)
+    #: whole topics held out for the test prompts (of 16)
+    test_topics: int = Field(default=4, ge=1, le=len(TOPICS) - 1)
+    #: the train/test topic split and the prompt draws (fixed across training seeds)
+    data_seed: int = Field(default=0, ge=0)
+    #: prompts per (harmful?, wrapper) cell: 6 cells
+    train_per_cell: int = Field(default=4, ge=1)
+    test_per_cell: int = Field(default=4, ge=2)
+    #: request frames ("How do I ...?", ...) of train and test prompts: disjoint templates
+    train_frames: list[int] = Field(default=[0, 1], min_length=1)
+    test_frames: list[int] = Field(default=[2, 3], min_length=1)
+    #: LoRA (attention projections) safety fine-tuning
+    lora_r: int = Field(default=8, ge=1)
+    lora_alpha: int = Field(default=16, ge=1)
+    lr: float = Field(default=3e-3, gt=0)
+    epochs: int = Field(default=2, ge=1)
+    batch_size: int = Field(default=8, ge=1)
+    #: variance shares tau of the effective rank (the reference sweeps 0.4 .. 0.9)
+    taus: list[float] = Field(default=[0.4, 0.6, 0.7, 0.8, 0.9], min_length=1)
+    #: secondary components (1..k) whose projections are tested for wrapper separation
+    secondary: int = Field(default=3, ge=1)
+    permutations: int = Field(default=199, ge=19)
+    #: tokens removed from each harmful test prompt (top relevance / random)
+    remove_tokens: int = Field(default=3, ge=1)
+    #: random removals per prompt (the random baseline averages over them)
+    random_draws: int = Field(default=3, ge=1)
+    #: leading eigenvalues kept per plotted layer (spectrum figure)
+    spectrum_k: int = Field(default=8, ge=2)
+    #: the first ``max_seeds`` seeds of the profile (None: all); bounds paper compute
+    max_seeds: int | None = Field(default=None, ge=1)
+
+    @field_validator("taus")
+    @classmethod
+    def _shares(cls, v: list[float]) -> list[float]:
+        if any(not 0 < t <= 1 for t in v) or 0.9 not in v:
+            raise ValueError("taus must lie in (0, 1] and include 0.9 (the claim's share)")
+        return sorted(v)
+
+    @field_validator("train_frames", "test_frames")
+    @classmethod
+    def _frames(cls, v: list[int]) -> list[int]:
+        if any(not 0 <= f < len(FRAMES) for f in v):
+            raise ValueError(f"frames are indices 0..{len(FRAMES) - 1}")
+        return v
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> SafetyDimsConfig:
+        if set(self.train_frames) & set(self.test_frames):
+            raise ValueError("train_frames and test_frames must be disjoint (held-out templates)")
+        return self
+
+
+PROFILE_DEFAULTS = {
+    "smoke": {},
+    "paper": {
+        "model": "smollm2",
+        "train_per_cell": 8,
+        "test_per_cell": 8,
+        "epochs": 4,
+        "batch_size": 4,
+        "lr": 3e-3,
+        "permutations": 999,
+        "random_draws": 3,
+        "spectrum_k": 16,
+        "max_seeds": 3,
+    },
+}

@@ -1,0 +1,156 @@
+"""safety_dims figures: singular value spectra of the shift, per-layer probe accuracy,
+effective rank per layer, and the trigger-removal comparison (every precision; means
+and 95% intervals over seeds)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.stats import t_interval  # noqa: E402
+
+
+def _ci(vals: np.ndarray) -> tuple[float, float]:
+    iv = t_interval(vals)
+    return iv.mean, (0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+
+
+def _per_layer(rows: pd.DataFrame, pattern: str) -> dict[int, np.ndarray]:
+    """{layer: values over seeds} of the metrics matching ``pattern`` (one group: layer)."""
+    out: dict[int, list[float]] = {}
+    for metric, group in rows.groupby("metric"):
+        m = re.fullmatch(pattern, metric)
+        if m:
+            out.setdefault(int(m.group(1)), []).extend(group.value.tolist())
+    return {k: np.array(v) for k, v in sorted(out.items())}
+
+
+def _precisions(rows: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(rows.precision)) or ["fp32"]
+
+
+def spectra(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[(table.variant == "safety_tuned") & table.metric.str.startswith("ev_share_")]
+    layers = sorted({int(m[-2:]) for m in rows.metric.unique()})
+    precisions = _precisions(rows)
+    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.6), squeeze=False)
+    for ax, precision in zip(axes[0], precisions, strict=True):
+        sel = rows[rows.precision == precision]
+        for layer in layers:
+            per = _per_layer(sel, rf"ev_share_(\d+)_l{layer:02d}")
+            if not per:
+                continue
+            stats = [_ci(v) for v in per.values()]
+            k = np.arange(1, len(stats) + 1)
+            mean = np.array([s[0] for s in stats])
+            err = np.array([s[1] for s in stats])
+            ax.errorbar(k, mean, yerr=err, marker="o", ms=3, capsize=2, label=f"layer {layer}")
+        ax.set_yscale("log")
+        ax.set_xlabel("component k")
+        ax.set_ylabel("share of shift variance (eigenvalue / sum)")
+        ax.set_title(f"shift spectrum [{precision}]", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("singular value spectra of the safety fine-tuning shift (mean, 95% CI over seeds)")
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.variant == "safety_tuned"]
+    precisions = _precisions(rows)
+    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.6), squeeze=False)
+    for ax, precision in zip(axes[0], precisions, strict=True):
+        sel = rows[rows.precision == precision]
+        for pattern, label in (
+            (r"comp0_acc_l(\d+)", "component 0 of the shift"),
+            (r"probe_acc_l(\d+)", "difference-of-means refusal probe"),
+        ):
+            per = _per_layer(sel, pattern)
+            if not per:
+                continue
+            stats = [_ci(v) for v in per.values()]
+            x = np.array(list(per))
+            mean = np.array([s[0] for s in stats])
+            err = np.array([s[1] for s in stats])
+            ax.plot(x, mean, marker=".", label=label)
+            ax.fill_between(x, np.clip(mean - err, 0, 1), np.clip(mean + err, 0, 1), alpha=0.2)
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":", label="chance")
+        ax.axhline(0.9, color="k", lw=0.8, ls="--", label="claim bound 0.9")
+        ax.set_ylim(0.0, 1.02)
+        ax.set_xlabel("layer")
+        ax.set_ylabel("held-out refusal accuracy")
+        ax.set_title(f"refusal classification per layer [{precision}]", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def effective_rank(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.variant == "safety_tuned"]
+    taus = sorted(
+        {
+            int(m.group(1))
+            for m in rows.metric.map(lambda s: re.fullmatch(r"eff_rank_(\d+)_l\d+", s)).dropna()
+        }
+    )
+    precisions = _precisions(rows)
+    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.6), squeeze=False)
+    for ax, precision in zip(axes[0], precisions, strict=True):
+        sel = rows[rows.precision == precision]
+        for tau in taus:
+            per = _per_layer(sel, rf"eff_rank_{tau}_l(\d+)")
+            x = np.array(list(per))
+            mean = np.array([_ci(v)[0] for v in per.values()])
+            ax.plot(x, mean, marker=".", label=f"tau = {tau / 100:.1f}")
+        ax.axhline(1, color="k", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_xlabel("layer")
+        ax.set_ylabel("effective rank (mean over seeds)")
+        ax.set_title(f"effective rank of the shift [{precision}]", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def removal(table: pd.DataFrame, path: Path) -> Path:
+    rows = table[table.variant.isin(["remove_top", "remove_random"])]
+    precisions = _precisions(rows)
+    metrics = ("refusal_score_drop", "refusal_drop")
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 3.4), squeeze=False)
+    width = 0.8 / max(1, len(precisions))
+    variants = ["remove_top", "remove_random"]
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for k, precision in enumerate(precisions):
+            stats = [
+                _ci(
+                    rows[
+                        (rows.variant == v)
+                        & (rows.precision == precision)
+                        & (rows.metric == metric)
+                    ].value.to_numpy()
+                )
+                for v in variants
+            ]
+            ax.bar(
+                np.arange(len(variants)) + k * width,
+                [s[0] for s in stats],
+                width,
+                yerr=[s[1] for s in stats],
+                capsize=2,
+                label=precision,
+            )
+        ax.set_xticks(np.arange(len(variants)) + width * (len(precisions) - 1) / 2, variants)
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_title(metric, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("trigger-token removal on harmful test prompts (mean, 95% CI over seeds)")
+    fig.tight_layout()
+    return save_figure(fig, path)
