@@ -110,7 +110,9 @@ def test_a_prompt_over_the_window_is_a_failed_sample():
     assert 1 <= len(rows[1][0].token_ids) <= 4
 
 
-@pytest.mark.parametrize("family", ["leg_counting", "chain_sum", "gsm_symbolic"])
+@pytest.mark.parametrize(
+    "family", ["chain_sum_1digit", "leg_counting", "chain_sum", "gsm_symbolic"]
+)
 def test_splits_are_disjoint_and_exemplars_are_right(family):
     shots = T.exemplars(family, 2, G)
     for p in shots:  # the derived expression evaluates to the gold answer

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from reprolab.contract import MethodConfig
 
-Family = Literal["leg_counting", "chain_sum", "basic_arithmetic"]
+Family = Literal["chain_sum_1digit", "leg_counting", "chain_sum"]
 
 
 class CraneConfig(MethodConfig):
@@ -18,7 +18,12 @@ class CraneConfig(MethodConfig):
     #: the easier reasoning-gym families tried, in this order, on the calibration split;
     #: the first whose unconstrained-CoT accuracy lies in [calibration_low,
     #: calibration_high] is evaluated next to GSM-Symbolic (else the one closest to 0.5)
-    families: list[Family] = Field(default=["leg_counting", "chain_sum"], min_length=1)
+    #: (a first paper-profile attempt calibrated leg_counting 1/12 and chain_sum 0/12 with
+    #: this model, both out of range; it was stopped before any evaluation and the
+    #: simplest family put first; see the README)
+    families: list[Family] = Field(
+        default=["chain_sum_1digit", "leg_counting", "chain_sum"], min_length=1
+    )
     calibration_low: float = Field(default=0.1, ge=0, le=1)
     calibration_high: float = Field(default=0.9, ge=0, le=1)
     #: problems per family on the calibration split (reasoning-gym seeds disjoint from

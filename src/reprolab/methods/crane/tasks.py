@@ -31,8 +31,12 @@ GSM = "gsm_symbolic"
 FAMILY_SETTINGS: dict[str, dict] = {
     "leg_counting": {"min_animals": 1, "max_animals": 2, "min_instances": 1, "max_instances": 5},
     "chain_sum": {"min_terms": 2, "max_terms": 3, "min_digits": 1, "max_digits": 2},
+    # chain_sum at its smallest: two one-digit terms (+ or -)
+    "chain_sum_1digit": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
     GSM: {},
 }
+#: the reasoning-gym dataset behind each family (a family is a dataset and its settings)
+SOURCE = {"chain_sum_1digit": "chain_sum"}
 #: reasoning-gym seeds of the splits (evaluation seed s draws with EVAL_SEED + s)
 EXEMPLAR_SEED, CALIBRATION_SEED, EVAL_SEED = 1_000, 2_000, 4_000
 # (3_000 + s was a development draw looked at while the prompts were written; the
@@ -61,7 +65,9 @@ def _draw(family: str, seed: int, size: int) -> list[dict]:
             "(pinned in requirements.lock)"
         ) from err
     return list(
-        reasoning_gym.create_dataset(family, size=size, seed=seed, **FAMILY_SETTINGS[family])
+        reasoning_gym.create_dataset(
+            SOURCE.get(family, family), size=size, seed=seed, **FAMILY_SETTINGS[family]
+        )
     )
 
 
@@ -91,7 +97,7 @@ def to_problem(family: str, item: dict, grammar: Grammar) -> Problem | None:
         ]
         expr = " + ".join(f"{n}*{k}" for n, k, _ in parts)
         return _checked(Problem(q, gold, " ".join(steps), expr), grammar)
-    if family == "chain_sum":
+    if SOURCE.get(family, family) == "chain_sum":
         expr = meta["expression"]
         terms = re.findall(r"[+-]?\s*\d+", expr.replace(" ", ""))
         total, steps = int(terms[0]), []
@@ -145,7 +151,7 @@ def _question(family: str, item: dict) -> str:
     if family == "leg_counting":
         q = item["question"].strip().split("\n")[-1].removeprefix("Now, ")
         return q[0].upper() + q[1:]
-    if family == "chain_sum":
+    if SOURCE.get(family, family) == "chain_sum":
         return f"What is {item['metadata']['expression']}?"
     return item["question"].strip().removesuffix(_GSM_TAIL).strip()
 
@@ -160,9 +166,10 @@ def exemplars(family: str, shots: int, grammar: Grammar) -> list[Problem]:
     if len(pool) < shots:
         raise ValueError(f"{family}: only {len(pool)} exemplars with a verified derivation")
 
-    # at least two reasoning steps (a one-step exemplar teaches little), then the shortest
+    # at least two reasoning steps (a one-step exemplar teaches little), then the shortest;
+    # ties keep the draw order (sorted() is stable)
     def key(p: Problem):
-        return (-min(p.reasoning.count("="), 2), len(p.question) + len(p.reasoning), p.question)
+        return (-min(p.reasoning.count("="), 2), len(p.question) + len(p.reasoning))
 
     return sorted(pool, key=key)[:shots]
 
