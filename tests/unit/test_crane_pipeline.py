@@ -131,3 +131,33 @@ def test_token_mask_over_the_real_vocabulary_equals_brute_force():
     for span in ["", "(3+4"]:
         brute = [i for i, t in enumerate(vocab) if t and G.span_ok(span + t)]
         assert mask.allowed(span) == brute, span
+
+
+@pytest.mark.slow
+def test_crane_on_the_real_model():
+    """SmolLM2-135M-Instruct from the GGUF, the CoT prompt of the easiest family: CRANE
+    writes tokens, and every span it closes parses."""
+    model, tok = lm.load_gguf()
+    vocab = [tok.decode([i], skip_special_tokens=True) for i in range(len(tok))]
+    family = "chain_sum_1digit"
+    prefix = tok(T.prefix(T.exemplars(family, 2, G), True)).input_ids
+    problems = T.draw_problems(family, T.CALIBRATION_SEED, 2, set(), G)
+    suffixes = [tok(T.query(p, True), add_special_tokens=False).input_ids for p in problems]
+    rows = batched.run(
+        model,
+        prefix,
+        suffixes,
+        vocab,
+        TokenMask(G, vocab),
+        "crane",
+        max_new_tokens=30,
+        eos_id=tok.eos_token_id,
+        temperature=0.5,
+        row_seeds=[0, 1],
+        stop=T.STOP,
+        pad_id=lm._pad_id(tok),
+        batch_size=2,
+    )
+    for out, _ in rows:
+        assert out.token_ids
+        assert all(G.complete(span) for span in out.spans)
