@@ -58,11 +58,11 @@ PROFILE_DEFAULTS = {
     "paper": {
         "model": "smollm2",
         "n_calibration": 12,
-        "n_problems": 12,
+        "n_problems": 10,
         "n_problems_gsm": 4,
         "max_seeds": 3,
         "max_tokens_direct": 12,
-        "max_tokens_cot": 60,
+        "max_tokens_cot": 48,
         "max_tokens_cot_gsm": 80,
         "threads": 0,
     },
