@@ -51,6 +51,107 @@ def _pick(logits: torch.Tensor, temperature: float, generator: torch.Generator |
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
+class Decoder:
+    """One sequence's decoding state (the loop body of :func:`decode`), so that a batched
+    driver can run one per row: :meth:`choose` picks the next token from the model's
+    logits (checking it, and masking only on failure, inside a span); :meth:`push`
+    appends it and moves between the two states. ``done`` says the row has finished
+    (``out.stopped`` says why)."""
+
+    def __init__(
+        self,
+        vocab: Sequence[str],
+        mask: TokenMask,
+        mode: Mode,
+        *,
+        max_new_tokens: int,
+        eos_id: int | None = None,
+        temperature: float = 0.0,
+        generator: torch.Generator | None = None,
+        stop: Sequence[str] = (),
+        prompt_text: str = "",
+    ):
+        if mode not in MODES:
+            raise ValueError(f"unknown decoder {mode!r}; expected one of {', '.join(MODES)}")
+        self.vocab, self.mask, self.mode = vocab, mask, mode
+        self.grammar = mask.grammar
+        self.max_new_tokens = max_new_tokens
+        self.eos_id, self.temperature, self.generator = eos_id, temperature, generator
+        self.stop = tuple(stop)
+        self.out = Decoded(text="", token_ids=[])
+        self.span: str | None = None  # None: the unconstrained state
+        if mode == "constrained":
+            self.span = ""
+        elif mode == "crane" and prompt_text.rfind(OPEN) > prompt_text.rfind(CLOSE):
+            self.span = prompt_text[prompt_text.rindex(OPEN) + len(OPEN) :]
+        self.done = max_new_tokens <= 0
+        #: wall time of the grammar work (check, and mask when needed) per checked step
+        self.check_ms: list[float] = []
+
+    def choose(self, logits: torch.Tensor) -> int | None:
+        """The next token, or None when the row ends here (EOS, or a span in which no
+        token is allowed); the row is then ``done``."""
+        logits = logits.float()
+        token = _pick(logits, self.temperature, self.generator)
+        out, span, grammar = self.out, self.span, self.grammar
+        if span is not None:
+            t0 = time.perf_counter()
+            out.checked_steps += 1
+            if not _fits(grammar, span, token, self.vocab, self.eos_id):
+                t1 = time.perf_counter()
+                allowed = self.mask.allowed(span)
+                if self.eos_id is not None and grammar.complete(span):
+                    allowed.append(self.eos_id)
+                out.mask_ms.append((time.perf_counter() - t1) * 1e3)
+                out.masked_steps += 1
+                if not allowed:
+                    out.stopped = "dead_end"
+                    self.done = True
+                    self.check_ms.append((time.perf_counter() - t0) * 1e3)
+                    return None
+                keep = torch.full_like(logits, float("-inf"))
+                keep[allowed] = logits[allowed]
+                token = _pick(keep, self.temperature, self.generator)
+            self.check_ms.append((time.perf_counter() - t0) * 1e3)
+        if self.eos_id is not None and token == self.eos_id:
+            out.stopped = "eos"
+            self.done = True
+            return None
+        return token
+
+    def push(self, token: int) -> None:
+        """Append ``token`` (chosen by :meth:`choose`) and update the state."""
+        out, mode = self.out, self.mode
+        out.token_ids.append(token)
+        piece = self.vocab[token]
+        out.text += piece
+        if self.span is not None:
+            span = self.span + piece
+            self.span = span
+            if CLOSE in span:  # closed: back to unconstrained (crane) or done
+                out.spans.append(span[: span.index(CLOSE)])
+                rest = span[span.index(CLOSE) + len(CLOSE) :]
+                self.span = None
+                if mode == "constrained":
+                    out.stopped = "stop"
+                    self.done = True
+                    return
+                if OPEN in rest:  # a new span opened in the same token
+                    self.span = rest[rest.rindex(OPEN) + len(OPEN) :]
+        elif mode == "crane" and OPEN in out.text[-(len(piece) + len(OPEN)) :]:
+            # whatever this token already wrote after "<<" is checked next
+            self.span = out.text[out.text.rindex(OPEN) + len(OPEN) :]
+        if self.stop and any(s in out.text for s in self.stop):
+            out.stopped = "stop"
+            self.done = True
+        elif len(out.token_ids) >= self.max_new_tokens:
+            self.done = True  # stopped stays "budget"
+
+    def result(self) -> Decoded:
+        self.out.open_span = self.span
+        return self.out
+
+
 def decode(
     step: Callable[[list[int]], torch.Tensor],
     prompt_ids: Sequence[int],
@@ -68,60 +169,25 @@ def decode(
     """Generate up to ``max_new_tokens`` tokens after ``prompt_ids`` with one decoder.
     ``prompt_text``: the prompt as text, so that ``crane`` starts inside a span when the
     prompt ends in an open ``<<``."""
-    if mode not in MODES:
-        raise ValueError(f"unknown decoder {mode!r}; expected one of {', '.join(MODES)}")
-    grammar = mask.grammar
+    dec = Decoder(
+        vocab,
+        mask,
+        mode,
+        max_new_tokens=max_new_tokens,
+        eos_id=eos_id,
+        temperature=temperature,
+        generator=generator,
+        stop=stop,
+        prompt_text=prompt_text,
+    )
     ids = list(prompt_ids)
-    out = Decoded(text="", token_ids=[])
-    span: str | None = None  # None: the unconstrained state
-    if mode == "constrained":
-        span = ""
-    elif mode == "crane" and prompt_text.rfind(OPEN) > prompt_text.rfind(CLOSE):
-        span = prompt_text[prompt_text.rindex(OPEN) + len(OPEN) :]
-    for _ in range(max_new_tokens):
-        logits = step(ids).float()
-        token = _pick(logits, temperature, generator)
-        if span is not None:
-            out.checked_steps += 1
-            if not _fits(grammar, span, token, vocab, eos_id):
-                t0 = time.perf_counter()
-                allowed = mask.allowed(span)
-                if eos_id is not None and grammar.complete(span):
-                    allowed.append(eos_id)
-                out.mask_ms.append((time.perf_counter() - t0) * 1e3)
-                out.masked_steps += 1
-                if not allowed:
-                    out.stopped = "dead_end"
-                    break
-                keep = torch.full_like(logits, float("-inf"))
-                keep[allowed] = logits[allowed]
-                token = _pick(keep, temperature, generator)
-        if eos_id is not None and token == eos_id:
-            out.stopped = "eos"
+    while not dec.done:
+        token = dec.choose(step(ids))
+        if token is None:
             break
         ids.append(token)
-        out.token_ids.append(token)
-        piece = vocab[token]
-        out.text += piece
-        if span is not None:
-            span += piece
-            if CLOSE in span:  # closed: back to unconstrained (crane) or done
-                out.spans.append(span[: span.index(CLOSE)])
-                rest = span[span.index(CLOSE) + len(CLOSE) :]
-                span = None
-                if mode == "constrained":
-                    out.stopped = "stop"
-                    break
-                if OPEN in rest:  # a new span opened in the same token
-                    span = rest[rest.rindex(OPEN) + len(OPEN) :]
-        elif mode == "crane" and OPEN in out.text[-(len(piece) + len(OPEN)) :]:
-            tail = out.text[out.text.rindex(OPEN) + len(OPEN) :]
-            span = tail  # whatever this token already wrote after "<<" is checked next
-        if stop and any(s in out.text for s in stop):
-            out.stopped = "stop"
-            break
-    out.open_span = span
-    return out
+        dec.push(token)
+    return dec.result()
 
 
 def _fits(grammar, span: str, token: int, vocab: Sequence[str], eos_id: int | None) -> bool:

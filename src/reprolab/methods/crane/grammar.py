@@ -133,6 +133,47 @@ class Grammar:
             return False
         return True
 
+    def value(self, text: str):
+        """The exact value (a ``Fraction``) of a sentence of the arithmetic grammar, or
+        None when ``text`` is not a sentence or divides by zero. Computed from lark's
+        parse tree, never by ``eval``."""
+        from fractions import Fraction
+
+        from lark import Token, Tree
+        from lark.exceptions import LarkError
+
+        try:
+            tree = self.parser.parse(text)
+        except LarkError:
+            return None
+
+        def walk(node):
+            if isinstance(node, Token):
+                return Fraction(str(node))
+            kids = [
+                k
+                for k in node.children
+                if not (isinstance(k, Token) and k.type in ("LPAR", "RPAR"))
+            ]
+            if len(kids) == 1:
+                return walk(kids[0])
+            if len(kids) == 2:  # MINUS atom
+                return -walk(kids[1])
+            left, op, right = walk(kids[0]), kids[1], walk(kids[2])
+            if op.type == "PLUS":
+                return left + right
+            if op.type == "MINUS":
+                return left - right
+            if op.type == "STAR":
+                return left * right
+            return left / right  # SLASH; ZeroDivisionError caught below
+
+        try:
+            out = walk(tree)
+        except ZeroDivisionError:
+            return None
+        return out if isinstance(tree, Tree | Token) else None
+
     def span_ok(self, span: str) -> bool:
         """CRANE's check inside ``<< ... >>`` (see the module docstring)."""
         end = span.find(CLOSE)

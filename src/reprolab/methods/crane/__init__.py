@@ -1,0 +1,76 @@
+"""crane: grammar-constrained decoding that keeps room for reasoning (CRANE).
+
+Paper: "CRANE: Reasoning with constrained LLM generation" (Banerjee, Suresh, Ugare,
+Misailovic, Singh; ICML 2025; arXiv 2502.09061). Official code:
+https://github.com/uiuc-focal-lab/CRANE (src/crane/main.py, gsm_grammar.lark).
+"""
+
+from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.methods.crane.claims import CLAIMS
+from reprolab.methods.crane.config import PROFILE_DEFAULTS, CraneConfig
+
+DECODER_METRICS = ("accuracy", "validity", "answered", "answer_validity")
+
+SPEC = MethodSpec(
+    slug="crane",
+    title="CRANE: constrained decoding that leaves room for reasoning (vs direct, constrained, CoT)",
+    paper=(
+        "Banerjee, Suresh, Ugare, Misailovic, Singh. CRANE: Reasoning with constrained LLM "
+        "generation (ICML 2025, arXiv 2502.09061)"
+    ),
+    code="https://github.com/uiuc-focal-lab/CRANE",
+    config_model=CraneConfig,
+    profile_defaults=PROFILE_DEFAULTS,
+    variants=(
+        Variant(
+            "model",
+            "SmolLM2-135M-Instruct as it is (few-shot prompts, no fine-tuning; tiny model at smoke)",
+            metrics=("parameters",),
+        ),
+        Variant(
+            "crane",
+            "CRANE: unconstrained until <<, then sample, check with lark, mask only on failure",
+            is_method=True,
+            reuses="model",
+            metrics=DECODER_METRICS,
+        ),
+        Variant(
+            "unconstrained_direct",
+            "direct answer, sampled without a grammar",
+            reuses="model",
+            metrics=DECODER_METRICS,
+        ),
+        Variant(
+            "constrained_direct",
+            "direct answer, every token constrained to the grammar",
+            reuses="model",
+            metrics=DECODER_METRICS,
+        ),
+        Variant(
+            "unconstrained_cot",
+            "chain of thought then the answer, sampled without a grammar",
+            reuses="model",
+            metrics=DECODER_METRICS,
+        ),
+    ),
+    claims=CLAIMS,
+    quantization=Quantization(
+        schemes=("int8_dynamic",),
+        keep_fp32=("down_proj",),
+        reason=(
+            "SmolLM2's MLP down projections carry activation outliers that per-tensor "
+            "dynamic int8 breaks (README 'Language models'): they stay fp32"
+        ),
+    ),
+    metrics=(*DECODER_METRICS, "parameters"),
+    assets=("smollm2",),
+    test_overrides={
+        "families": ["leg_counting"],
+        "n_calibration": 1,
+        "n_problems": 1,
+        "shots": 1,
+        "max_tokens_direct": 3,
+        "max_tokens_cot": 3,
+        "max_tokens_cot_gsm": 3,
+    },
+)

@@ -1,0 +1,399 @@
+"""crane hooks for the pipeline stages (see reprolab.contract.MethodHooks).
+
+Variants: ``model`` (the language model every decoder reads; its "training" is a no-op
+load, see the README) and four evaluation-only decoders on it (``reuses="model"``):
+``unconstrained_direct``, ``constrained_direct``, ``unconstrained_cot`` and ``crane``.
+The decoders see the same problems, the same few-shot exemplars (direct prompts for the
+two direct decoders, chain-of-thought prompts for the other two), the same sampling
+seeds and the same token budgets; they differ only in the decoding rule.
+
+Tasks: GSM-Symbolic and one easier reasoning-gym family, chosen by ``prepare`` on a
+calibration split (its own reasoning-gym seed) before anything is evaluated: the first
+family of ``cfg.families`` whose unconstrained-CoT accuracy lies in [0.1, 0.9]. The
+calibration result is in the prepared data's metadata.
+
+Everything a decoder needs from the tokenizer (the text of every token, the token ids of
+prompts, the special ids) is computed at prepare and stored with the problems, so the
+later stages read no tokenizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.methods.crane import tasks as T
+from reprolab.methods.crane.config import CraneConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+MODEL = "model"
+#: decoder variant -> (decoding rule, chain-of-thought prompt)
+DECODERS = {
+    "unconstrained_direct": ("unconstrained", False),
+    "constrained_direct": ("constrained", False),
+    "unconstrained_cot": ("unconstrained", True),
+    "crane": ("crane", True),
+}
+_MASKS: dict[int, object] = {}  # vocabulary hash -> TokenMask (built once per process)
+
+# ---------------------------------------------------------------- helpers
+
+
+def used_seeds(cfg: CraneConfig, seeds: Sequence[int]) -> list[int]:
+    return list(seeds)[: cfg.max_seeds] if cfg.max_seeds else list(seeds)
+
+
+@contextlib.contextmanager
+def _threads(n: int):
+    import torch
+
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _ragged(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.cumsum([0, *[len(r) for r in rows]]).astype(np.int64)
+    flat = np.array([t for r in rows for t in r], dtype=np.int64)
+    return flat, offsets
+
+
+def _unragged(flat: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+    return [flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
+
+
+def vocabulary(data: dict) -> list[str]:
+    raw, off = bytes(np.asarray(data["vocab_bytes"]).tobytes()), data["vocab_offsets"]
+    return [raw[off[i] : off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
+
+
+def token_mask(vocab: list[str]):
+    from reprolab.methods.crane.grammar import Grammar, TokenMask
+
+    key = hash(tuple(vocab))
+    if key not in _MASKS:
+        _MASKS[key] = TokenMask(Grammar(), vocab)
+    return _MASKS[key]
+
+
+class _Shape:
+    """What lm.tiny_model reads of a tokenizer (size and special ids)."""
+
+    def __init__(self, n: int, eos: int, pad: int):
+        self.n, self.eos_token_id, self.bos_token_id, self.pad_token_id = n, eos, None, pad
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def tiny(cfg: CraneConfig, n_vocab: int, eos: int, pad: int, seed: int):
+    from reprolab.core import lm
+
+    h = cfg.tiny_hidden
+    return lm.tiny_model(
+        _Shape(n_vocab, eos, pad),
+        layers=cfg.tiny_layers,
+        hidden=h,
+        heads=4,
+        kv_heads=2,
+        intermediate=2 * h,
+        context=2048,
+        seed=seed,
+    )
+
+
+def decode_problems(
+    model,
+    data: dict,
+    prefix_key: str,
+    suffixes,
+    mode: str,
+    cot: bool,
+    budget: int,
+    seed: int,
+    cfg: CraneConfig,
+    vocab=None,
+):
+    from reprolab.methods.crane import batched
+
+    vocab = vocab or vocabulary(data)
+    return batched.run(
+        model,
+        np.asarray(data[prefix_key]).tolist(),
+        suffixes,
+        vocab,
+        token_mask(vocab),
+        mode,
+        max_new_tokens=budget,
+        eos_id=int(data["eos_id"][0]),
+        end_ids=np.asarray(data["end_ids"]).tolist(),
+        temperature=cfg.temperature,
+        row_seeds=[seed * 1_000_003 + i for i in range(len(suffixes))],
+        stop=T.STOP,
+        pad_id=int(data["pad_id"][0]),
+        batch_size=cfg.batch_size,
+        prompt_open=not cot,
+    )
+
+
+def score(decoded, cot: bool, gold: float) -> tuple[bool, bool, bool]:
+    """(answered, valid, correct) of one output: the answer is the first closed
+    ``<< ... >>`` span (the prompt's open ``<<`` counts for direct prompts); valid when
+    it is a sentence of the grammar, correct when its exact value equals the gold answer.
+    No answer, an empty output or a failed prompt is invalid and wrong."""
+    import re
+
+    from reprolab.methods.crane.grammar import Grammar
+
+    text = ("" if cot else "<<") + decoded.text
+    m = re.search(r"<<(.*?)>>", text, re.S)
+    if m is None:
+        return False, False, False
+    value = Grammar().value(m.group(1))
+    if value is None:
+        return True, False, False
+    return True, True, abs(float(value) - gold) <= 1e-6 * max(1.0, abs(gold))
+
+
+def budget_for(task: str, cot: bool, cfg: CraneConfig) -> int:
+    if not cot:
+        return cfg.max_tokens_direct
+    return cfg.max_tokens_cot_gsm if task == T.GSM else cfg.max_tokens_cot
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def prepare(
+    cfg: CraneConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
+) -> tuple[dict, dict]:
+    """Problems, prompts and token ids per task; the easier family picked on the
+    calibration split with the model the decoders will read."""
+    from reprolab.core import lm
+    from reprolab.methods.crane.grammar import Grammar
+
+    grammar = Grammar()
+    tok = lm.load_tokenizer(assets["smollm2"])
+    n_vocab = len(tok)
+    vocab = [
+        tok.decode([i], skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        for i in range(n_vocab)
+    ]
+    encoded = [v.encode("utf-8") for v in vocab]
+    common = {
+        "vocab_bytes": np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(),
+        "vocab_offsets": np.cumsum([0, *[len(e) for e in encoded]]).astype(np.int64),
+        "eos_id": np.array([tok.eos_token_id], dtype=np.int64),
+        "pad_id": np.array([lm._pad_id(tok)], dtype=np.int64),
+        "end_ids": np.array(sorted(tok.all_special_ids), dtype=np.int64),
+    }
+
+    def ids(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False).input_ids)
+
+    def task_arrays(family: str, shots, problems_by_seed: dict[int, list]) -> dict:
+        out = dict(common)
+        out["prefix_direct"] = np.array(ids(T.prefix(shots, cot=False)), dtype=np.int64)
+        out["prefix_cot"] = np.array(ids(T.prefix(shots, cot=True)), dtype=np.int64)
+        for s, problems in problems_by_seed.items():
+            for cot, name in ((False, "direct"), (True, "cot")):
+                flat, off = _ragged([ids(T.query(p, cot)) for p in problems])
+                out[f"{name}_ids_s{s}"], out[f"{name}_off_s{s}"] = flat, off
+            out[f"gold_s{s}"] = np.array([p.gold for p in problems], dtype=np.float64)
+        return out
+
+    # ---- calibration: which easier family (unconstrained CoT, its own split)
+    if cfg.model == "smollm2":
+        model = lm.load(assets["smollm2"])[0]
+    else:
+        model = tiny(cfg, n_vocab, tok.eos_token_id, lm._pad_id(tok), seed=0)
+    calibration, chosen = {}, None
+    shots_of, seen = {}, {}
+    started = time.perf_counter()
+    with _threads(cfg.threads):
+        for family in cfg.families:
+            shots = T.exemplars(family, cfg.shots, grammar)
+            shots_of[family] = shots
+            exclude = {p.question for p in shots}
+            cal = T.draw_problems(family, T.CALIBRATION_SEED, cfg.n_calibration, exclude, grammar)
+            seen[family] = exclude | {p.question for p in cal}
+            data = task_arrays(family, shots, {0: cal})
+            rows = decode_problems(
+                model,
+                data,
+                "prefix_cot",
+                _unragged(data["cot_ids_s0"], data["cot_off_s0"]),
+                "unconstrained",
+                True,
+                cfg.max_tokens_cot,
+                0,
+                cfg,
+                vocab,
+            )
+            acc = float(
+                np.mean([score(d, True, p.gold)[2] for (d, _), p in zip(rows, cal, strict=True)])
+            )
+            ok = cfg.calibration_low <= acc <= cfg.calibration_high
+            calibration[family] = {"accuracy": acc, "n": len(cal), "in_range": ok}
+            if ok:
+                chosen = family
+                break
+    if chosen is None:  # none in range: the closest to 0.5 (first on ties), said so
+        chosen = min(calibration, key=lambda f: abs(calibration[f]["accuracy"] - 0.5))
+    evaluated = used_seeds(cfg, seeds)
+    datasets = {}
+    for family in (T.GSM, chosen):
+        shots = shots_of.get(family) or T.exemplars(family, cfg.shots, grammar)
+        exclude = seen.get(family, {p.question for p in shots})
+        n = cfg.n_problems_gsm if (family == T.GSM and cfg.n_problems_gsm) else cfg.n_problems
+        by_seed = {
+            s: T.draw_problems(family, T.EVAL_SEED + s, n, exclude, grammar) for s in evaluated
+        }
+        datasets[family] = task_arrays(family, shots, by_seed)
+    meta = {
+        "tasks": sorted(datasets),
+        "easier_family": chosen,
+        "calibration": {
+            "rule": (
+                f"first of {list(cfg.families)} whose unconstrained-CoT accuracy on "
+                f"{cfg.n_calibration} calibration problems (reasoning-gym seed "
+                f"{T.CALIBRATION_SEED}) lies in [{cfg.calibration_low}, "
+                f"{cfg.calibration_high}]; else the closest to 0.5"
+            ),
+            "model": cfg.model,
+            "results": calibration,
+            "chosen_in_range": bool(calibration[chosen]["in_range"]),
+            "seconds": round(time.perf_counter() - started, 1),
+        },
+        "splits": {
+            "exemplar_seed": T.EXEMPLAR_SEED,
+            "calibration_seed": T.CALIBRATION_SEED,
+            "evaluation_seeds": {str(s): T.EVAL_SEED + s for s in evaluated},
+        },
+        "family_settings": {f: T.FAMILY_SETTINGS[f] for f in datasets},
+        "vocabulary": n_vocab,
+    }
+    return datasets, meta
+
+
+def units(cfg: CraneConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+    from reprolab.methods.crane import SPEC
+
+    variants = SPEC.selected_variants(cfg)
+    return [Unit(t, v, s) for t in sorted(tasks) for s in used_seeds(cfg, seeds) for v in variants]
+
+
+# ---------------------------------------------------------------- train
+
+
+def train_unit(
+    unit: Unit, cfg: CraneConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    """No training: the decoders read the model as it is (few-shot prompts, as in the
+    paper). The tiny smoke model is its random initialisation, saved so that quantize and
+    evaluate restore the same one; the real model is re-read from the asset."""
+    import torch
+
+    if cfg.model == "smollm2":
+        return TrainedUnit(state={"pretrained_unchanged": torch.ones(1)})
+    n = len(data["vocab_offsets"]) - 1
+    model = tiny(cfg, n, int(data["eos_id"][0]), int(data["pad_id"][0]), seed=unit.seed)
+    return TrainedUnit(state=model.state_dict())
+
+
+def restore(unit: Unit, cfg: CraneConfig, data: dict, state: dict) -> torch.nn.Module:
+    if cfg.model == "smollm2":
+        from reprolab import contract
+        from reprolab.core import lm
+
+        return lm.load(contract.asset_folder("smollm2"))[0]
+    n = len(data["vocab_offsets"]) - 1
+    model = tiny(cfg, n, int(data["eos_id"][0]), int(data["pad_id"][0]), seed=unit.seed)
+    model.load_state_dict(state)
+    return model.eval()
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+def evaluate_unit(
+    model, unit: Unit, cfg: CraneConfig, data: dict, history: list[dict]
+) -> dict[str, float]:
+    if unit.variant == MODEL:
+        return {"parameters": float(sum(p.numel() for p in model.parameters()))}
+    mode, cot = DECODERS[unit.variant]
+    name = "cot" if cot else "direct"
+    s = unit.seed
+    suffixes = _unragged(data[f"{name}_ids_s{s}"], data[f"{name}_off_s{s}"])
+    gold = np.asarray(data[f"gold_s{s}"])
+    started = time.perf_counter()
+    with _threads(cfg.threads):
+        rows = decode_problems(
+            model,
+            data,
+            f"prefix_{name}",
+            suffixes,
+            mode,
+            cot,
+            budget_for(unit.task, cot, cfg),
+            s,
+            cfg,
+        )
+    seconds = time.perf_counter() - started
+    scored = [score(d, cot, float(g)) for (d, _), g in zip(rows, gold, strict=True)]
+    answered, valid, correct = (np.array(x, dtype=float) for x in zip(*scored, strict=True))
+    checks = [ms for _, ms in rows for ms in ms]
+    masks = [ms for d, _ in rows for ms in d.mask_ms]
+    checked = sum(d.checked_steps for d, _ in rows)
+    masked = sum(d.masked_steps for d, _ in rows)
+    tokens = sum(len(d.token_ids) for d, _ in rows)
+    return {
+        "accuracy": float(correct.mean()),
+        "validity": float(valid.mean()),
+        "answered": float(answered.mean()),
+        # of the answers written, the share that parse (the grammar's own effect)
+        "answer_validity": float(valid.sum() / answered.sum()) if answered.sum() else 0.0,
+        "new_tokens": float(tokens / len(rows)),
+        "constrained_steps": float(checked / len(rows)),
+        "masked_share": float(masked / checked) if checked else 0.0,
+        "failed_prompts": float(sum(d.stopped == "prompt_too_long" for d, _ in rows)),
+        "n_problems": float(len(rows)),
+        # wall time: runtime metrics (data/runtime, MLflow), never versioned
+        "constrained_step_ms": float(np.mean(checks)) if checks else 0.0,
+        "mask_build_ms": float(np.mean(masks)) if masks else 0.0,
+        "decode_seconds": float(seconds),
+    }
+
+
+def example_input(unit: Unit, cfg: CraneConfig, data: dict) -> torch.Tensor:
+    import torch
+
+    return torch.tensor([np.asarray(data["prefix_direct"])[:32].tolist()])
+
+
+def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+    from reprolab.methods.crane import plots as figs
+
+    return [
+        figs.per_decoder(table, "accuracy", out_dir / "accuracy_per_decoder.png"),
+        figs.per_decoder(table, "validity", out_dir / "validity_per_decoder.png"),
+    ]
+
+
+def runtime_plots(table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
+    from reprolab.methods.crane import plots as figs
+
+    return [figs.step_time(table, out_dir / "constrained_step_ms.png")]
