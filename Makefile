@@ -62,6 +62,8 @@ bench: venv
 	$(BIN)/python bench/bench_sandbox.py --out bench/results/sandbox.json
 	$(BIN)/python bench/bench_executor.py --out bench/results/executor.json
 	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
+	$(BIN)/python bench/bench_crane.py --out bench/results/crane.json
+	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 	$(BIN)/python bench/bench_transformer.py --out bench/results/transformer.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
