@@ -61,7 +61,6 @@ bench: venv
 	$(BIN)/python bench/bench_lift_gs.py
 	$(BIN)/python bench/bench_sandbox.py --out bench/results/sandbox.json
 	$(BIN)/python bench/bench_executor.py --out bench/results/executor.json
-	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 	$(BIN)/python bench/bench_crane.py --out bench/results/crane.json
 	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 	$(BIN)/python bench/bench_transformer.py --out bench/results/transformer.json
