@@ -40,6 +40,7 @@ def test_unreachable_scheduler_and_bad_value_are_named(monkeypatch):
         executor.choice()
 
 
+@pytest.mark.slow  # a Dask cluster and two trainings: ~1 min (make test-slow)
 def test_units_on_dask_match_in_process_and_survive_a_killed_worker(tmp_path, monkeypatch):
     from distributed import Client, LocalCluster
     from mlflow.tracking import MlflowClient
@@ -69,6 +70,9 @@ def test_units_on_dask_match_in_process_and_survive_a_killed_worker(tmp_path, mo
 
     try:
         monkeypatch.setenv(executor.ENV, cluster.scheduler_address)
+        # the stage runs in this process: track into the copy's store, not one an
+        # earlier test of this process left in the environment
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
         monkeypatch.chdir(root)
         killer = threading.Thread(target=kill_first_busy_worker, daemon=True)
         killer.start()

@@ -29,6 +29,7 @@ print(run_id)
 """
 
 
+@pytest.mark.slow  # PostgreSQL, an MLflow server and a chain: ~1.5 min (make test-slow)
 def test_pipeline_tracks_into_postgres_through_the_server(tmp_path: Path):
     servers = mlflow_server.start(tmp_path / "server", _free_port(), _free_port())
     try:

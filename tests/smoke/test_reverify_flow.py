@@ -33,11 +33,15 @@ print("RESULT " + json.dumps({
 """
 
 
-def test_reverify_flags_a_changed_verdict_and_leaves_the_workspace_alone(project: Path, tmp_path):
+def test_reverify_flags_a_changed_verdict_and_leaves_the_workspace_alone(
+    project: Path, tmp_path, monkeypatch
+):
     from mlflow.tracking import MlflowClient
 
     from reprolab import reverify as rv
 
+    # this process may hold another project's store from an earlier test: use the copy's
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     # the injected baseline: one claim that this run will not produce, marked reproduced
     fake = tmp_path / "claims.csv"
     pd.DataFrame(

@@ -95,8 +95,10 @@ def run(slug: str, root: Path) -> dict:
                 # the unit's MLflow run is open while it trains: a failure marks it FAILED
                 with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
                     t0 = time.perf_counter()
-                    result = _train_one(ctx, hooks, data, partial, unit)
-                    write(unit, result, time.perf_counter() - t0, units.index(unit) + 1, run_id)
+                    n = units.index(unit) + 1
+                    label = f"train@{slug} [{n}/{len(units)}] {unit.id}"
+                    result = _train_one(ctx, hooks, data, partial, unit, label)
+                    write(unit, result, time.perf_counter() - t0, n, run_id)
         else:
 
             def record(unit: Unit, result: TrainedUnit, seconds: float, n: int) -> None:
@@ -128,10 +130,9 @@ def run(slug: str, root: Path) -> dict:
         tracker.finish(ok)
 
 
-def _train_one(ctx, hooks, data, partial: Path, unit: Unit) -> TrainedUnit:
+def _train_one(ctx, hooks, data, partial: Path, unit: Unit, label: str) -> TrainedUnit:
     """Train one unit (in the stage process or a Dask worker), resuming from its last
     epoch checkpoint when an interrupted attempt left one."""
-    label = f"train@{ctx.slug} [{unit.id}]"
     resume = partial / "resume" / unit.id
     _check_resume(resume, label)
     return hooks.train_unit(
@@ -155,7 +156,8 @@ def _train_remote(slug: str, root: str, fingerprint: str, unit_json: dict) -> tu
     ctx, hooks, data = _WORKER_STATE[key]
     partial = ctx.paths.partial("train") / fingerprint
     t0 = time.perf_counter()
-    result = _train_one(ctx, hooks, data, partial, Unit.from_json(unit_json))
+    unit = Unit.from_json(unit_json)
+    result = _train_one(ctx, hooks, data, partial, unit, f"train@{slug} [dask] {unit.id}")
     return result, time.perf_counter() - t0
 
 
