@@ -367,7 +367,7 @@ def summarize(
                 "method": slug,
                 "title": registry.get(slug).title,
                 "profile": profile,
-                "seeds": ", ".join(map(str, seeds)),
+                "seeds": seeds_used(root, slug, seeds),
                 "reproduced": int(counts.get("reproduced", 0)),
                 "not_reproduced": int(counts.get("not_reproduced", 0)),
                 "inconclusive": int(counts.get("inconclusive", 0)),
@@ -377,6 +377,21 @@ def summarize(
             }
         )
     return pd.DataFrame(rows)
+
+
+def seeds_used(root: Path, slug: str, seeds: tuple[int, ...]) -> str:
+    """The seeds the method's evaluated units really carry (a method may cap them, e.g.
+    ``max_seeds``), with the profile's set beside them when they differ."""
+    profile_seeds = ", ".join(map(str, seeds))
+    path = MethodPaths(root, slug).eval / "metrics.csv"
+    if not path.is_file():
+        return profile_seeds
+    column = pd.read_csv(path, usecols=["seed"])["seed"].dropna()
+    used = sorted({int(v) for v in column})
+    if not used:
+        return "none (seed-free)"
+    text = ", ".join(map(str, used))
+    return text if set(used) == set(seeds) else f"{text} (of {profile_seeds})"
 
 
 def compute_seconds(root: Path, slug: str) -> float | None:
