@@ -103,38 +103,10 @@ def copy_project(
     git repo with one commit, params.yaml cut down to ``methods`` (default: EnsLoss
     only) at their tiny test configs (see ``tiny_params``): dvc.yaml's ``foreach`` then
     has stages for those methods only."""
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\0")
-    for rel in filter(None, files):
-        src = ROOT / rel
-        if src.is_file() and not rel.startswith("data/"):
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
-    (dest / "dvc.lock").unlink(missing_ok=True)
-    params = yaml.safe_load((dest / "params.yaml").read_text())
-    params = tiny_params(params, methods, ensloss)
-    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    (dest / "data").mkdir(exist_ok=True)
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "copy"]):
-        subprocess.run(
-            ["git", *args],
-            cwd=dest,
-            check=True,
-            capture_output=True,
-            env={
-                **os.environ,
-                "GIT_AUTHOR_NAME": "t",
-                "GIT_AUTHOR_EMAIL": "t@t",
-                "GIT_COMMITTER_NAME": "t",
-                "GIT_COMMITTER_EMAIL": "t@t",
-            },
-        )
+    from reprolab.scratch import copy_project as copy
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    copy(ROOT, dest, tiny_params(params, methods, ensloss), link_raw=False)
     return dest
 
 

@@ -51,9 +51,10 @@ def cut_params(
     return out
 
 
-def copy_project(root: Path, dest: Path, params: dict) -> None:
+def copy_project(root: Path, dest: Path, params: dict, link_raw: bool = True) -> None:
     """Copy the project at ``root`` into ``dest`` (see the module docstring) and commit
-    it to a fresh git repository there (DVC wants one)."""
+    it to a fresh git repository there (DVC wants one). ``link_raw=False`` leaves out
+    the link to ``data/raw`` (the tests' tiny copies read only bundled data)."""
     files = _git(root, "ls-files", "-co", "--exclude-standard", "-z").split("\0")
     for rel in filter(None, files):
         src = root / rel
@@ -65,7 +66,9 @@ def copy_project(root: Path, dest: Path, params: dict) -> None:
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     raw = root / "data" / "raw"
     (dest / "data").mkdir(exist_ok=True)
-    if raw.is_dir():  # Fashion-MNIST from `make data`: read-only input, linked not copied
+    if (
+        link_raw and raw.is_dir()
+    ):  # Fashion-MNIST from `make data`: read-only input, linked not copied
         (dest / "data" / "raw").symlink_to(raw.resolve())
     env = {
         **os.environ,
