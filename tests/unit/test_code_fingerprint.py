@@ -1,0 +1,79 @@
+"""The per-method code fingerprint that replaces per-stage source deps in dvc.yaml."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import yaml
+
+from reprolab.stages import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    for rel in (*validate.SHARED_CODE, "src/reprolab/methods/ensloss", "src/reprolab/methods/dp_noise"):
+        src, dest = ROOT / rel, root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest)
+    return root
+
+
+def test_fingerprint_hashes_every_file_it_lists(tmp_path):
+    root = _tree(tmp_path)
+    fp = validate.code_fingerprint(root, "ensloss")
+    assert "src/reprolab/contract.py" in fp["files"]
+    assert any(p.startswith("src/reprolab/methods/ensloss/") for p in fp["files"])
+    assert not any("dp_noise" in p for p in fp["files"])
+    for rel, sha in fp["files"].items():  # independent reference: hashlib on the file
+        assert sha == hashlib.sha256((root / rel).read_bytes()).hexdigest()
+
+
+def test_fingerprint_changes_exactly_with_the_code_a_method_runs(tmp_path):
+    root = _tree(tmp_path)
+    before = {s: validate.code_fingerprint(root, s)["digest"] for s in ("ensloss", "dp_noise")}
+    # bytecode caches are not inputs (DVC ignores them too, see .dvcignore)
+    cache = root / "src/reprolab/methods/ensloss/__pycache__"
+    cache.mkdir(exist_ok=True)
+    (cache / "x.cpython-311.pyc").write_bytes(b"\0")
+    assert validate.code_fingerprint(root, "ensloss")["digest"] == before["ensloss"]
+    # a method's own file changes its fingerprint only
+    (root / "src/reprolab/methods/ensloss/README.md").write_text("edited\n")
+    after = {s: validate.code_fingerprint(root, s)["digest"] for s in ("ensloss", "dp_noise")}
+    assert after["ensloss"] != before["ensloss"]
+    assert after["dp_noise"] == before["dp_noise"]
+    # a shared core file changes every method's
+    core = next((root / "src/reprolab/core").glob("*.py"))
+    core.write_text(core.read_text() + "\n# edited\n")
+    again = {s: validate.code_fingerprint(root, s)["digest"] for s in ("ensloss", "dp_noise")}
+    assert again["ensloss"] != after["ensloss"] and again["dp_noise"] != after["dp_noise"]
+
+
+def test_missing_source_is_named(tmp_path):
+    root = _tree(tmp_path)
+    shutil.rmtree(root / "src/reprolab/methods/dp_noise")
+    try:
+        validate.code_fingerprint(root, "dp_noise")
+    except FileNotFoundError as err:
+        assert "src/reprolab/methods/dp_noise" in str(err)
+    else:
+        raise AssertionError("a missing method folder must be named")
+
+
+def test_dvc_yaml_validate_covers_what_the_fingerprints_hash():
+    """Exactness: validate must rerun whenever a fingerprinted file changes, and the
+    per-method stages must depend on their fingerprint (and their own stage module)."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    vdeps = set(stages["validate"]["deps"])
+    for rel in (*validate.SHARED_CODE, "src/reprolab/methods"):
+        assert rel in vdeps, rel
+    for name in ("prepare", "train", "quantize", "evaluate"):
+        deps = stages[name]["do"]["deps"]
+        assert "data/config/${key}.code.json" in deps, name
+        assert f"src/reprolab/stages/{name}.py" in deps, name
