@@ -134,3 +134,33 @@ def test_fit_supervised_batches_train_shuffled_and_val_in_order(monkeypatch, tmp
     assert seen["module"] == "m" and seen["epochs"] == 3 and seen["resume"] == tmp_path
     assert seen["train"] == [4, 4, 2]
     assert seen["val"] == [list(range(10))]  # one batch of up to 4096, in order
+
+
+def test_torch_threads_sets_and_restores():
+    import torch
+
+    from reprolab.core.threads import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(0):  # 0: leave the stage's setting
+        assert torch.get_num_threads() == before
+
+
+def test_grouped_bars_draws_one_bar_per_series_and_tick():
+    import matplotlib.pyplot as plt
+
+    from reprolab.core.plots import grouped_bars
+
+    fig, ax = plt.subplots()
+    series = {
+        "fp32": [(1.0, 0.1), (2.0, 0.2), (3.0, 0.0)],
+        "int8": [(0.5, 0.1), (1.5, 0.0), (2.5, 0.3)],
+    }
+    grouped_bars(ax, ["a", "b", "c"], series)
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [1.0, 2.0, 3.0, 0.5, 1.5, 2.5]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    plt.close(fig)

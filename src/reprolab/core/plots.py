@@ -87,3 +87,23 @@ def curves_figure(
     ax.set_title(title, **({} if title_size is None else {"fontsize": title_size}))
     ax.legend(fontsize=legend_size)
     return save_figure(fig, path)
+
+
+def grouped_bars(
+    ax, ticks: Sequence[str], series: Mapping[str, Sequence[tuple[float, float]]]
+) -> None:
+    """Bars grouped by tick, one bar per series: ``series`` maps a label (a precision, a
+    variant) to one ``(mean, error bar half-width)`` per tick."""
+    import numpy as np
+
+    width = 0.8 / max(len(series), 1)
+    for k, (label, stats) in enumerate(series.items()):
+        ax.bar(
+            np.arange(len(ticks)) + k * width,
+            [s[0] for s in stats],
+            width,
+            yerr=[s[1] for s in stats],
+            capsize=2,
+            label=label,
+        )
+    ax.set_xticks(np.arange(len(ticks)) + width * (len(series) - 1) / 2, list(ticks))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -13,3 +14,19 @@ def set_threads() -> int:
     n = int(os.environ.get("REPROLAB_THREADS", os.cpu_count() or 1))
     torch.set_num_threads(n)
     return n
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """``n`` torch intra-op threads for the duration of the block (0: leave the stage's
+    setting), restored afterwards: a method whose work is many tiny products runs them
+    on fewer threads than the stage was given."""
+    import torch
+
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -19,7 +19,6 @@ later stages read no tokenizer.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.core.threads import torch_threads
 from reprolab.methods.crane import tasks as T
 from reprolab.methods.crane.config import CraneConfig
 
@@ -50,19 +50,6 @@ _MASKS: dict[int, object] = {}  # vocabulary hash -> TokenMask (built once per p
 
 def used_seeds(cfg: CraneConfig, seeds: Sequence[int]) -> list[int]:
     return list(seeds)[: cfg.max_seeds] if cfg.max_seeds else list(seeds)
-
-
-@contextlib.contextmanager
-def _threads(n: int):
-    import torch
-
-    before = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _ragged(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +210,7 @@ def prepare(
     calibration, chosen = {}, None
     shots_of, seen = {}, {}
     started = time.perf_counter()
-    with _threads(cfg.threads):
+    with torch_threads(cfg.threads):
         for family in cfg.families:
             shots = T.exemplars(family, cfg.shots, grammar)
             shots_of[family] = shots
@@ -340,7 +327,7 @@ def evaluate_unit(
     suffixes = _unragged(data[f"{name}_ids_s{s}"], data[f"{name}_off_s{s}"])
     gold = np.asarray(data[f"gold_s{s}"])
     started = time.perf_counter()
-    with _threads(cfg.threads):
+    with torch_threads(cfg.threads):
         rows = decode_problems(
             model,
             data,

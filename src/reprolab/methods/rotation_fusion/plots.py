@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import grouped_bars, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 
 FUSIONS = ("average", "perm", "rotation")
@@ -65,11 +65,10 @@ def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
     precisions = list(dict.fromkeys(rows.precision))
     variants = ["endpoints", *FUSIONS]
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
-    width = 0.8 / len(precisions)
     for j, task in enumerate(tasks):
         ax = axes[0][j]
-        for k, precision in enumerate(precisions):
-            stats = [
+        series = {
+            precision: [
                 _ci(
                     rows[
                         (rows.regime == task) & (rows.variant == v) & (rows.precision == precision)
@@ -79,15 +78,9 @@ def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
                 else (np.nan, 0.0)
                 for v in variants
             ]
-            ax.bar(
-                np.arange(len(variants)) + k * width,
-                [s[0] for s in stats],
-                width,
-                yerr=[s[1] for s in stats],
-                capsize=2,
-                label=precision,
-            )
-        ax.set_xticks(np.arange(len(variants)) + width * (len(precisions) - 1) / 2, variants)
+            for precision in precisions
+        }
+        grouped_bars(ax, variants, series)
         ax.set_title(task)
         ax.set_ylabel("test accuracy (best endpoint / fused)")
         ax.legend(fontsize=7)

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import grouped_bars, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 
 
@@ -125,11 +125,10 @@ def removal(table: pd.DataFrame, path: Path) -> Path:
     precisions = _precisions(rows)
     metrics = ("refusal_score_drop", "refusal_drop")
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 3.4), squeeze=False)
-    width = 0.8 / max(1, len(precisions))
     variants = ["remove_top", "remove_random"]
     for ax, metric in zip(axes[0], metrics, strict=True):
-        for k, precision in enumerate(precisions):
-            stats = [
+        series = {
+            precision: [
                 _ci(
                     rows[
                         (rows.variant == v)
@@ -139,15 +138,9 @@ def removal(table: pd.DataFrame, path: Path) -> Path:
                 )
                 for v in variants
             ]
-            ax.bar(
-                np.arange(len(variants)) + k * width,
-                [s[0] for s in stats],
-                width,
-                yerr=[s[1] for s in stats],
-                capsize=2,
-                label=precision,
-            )
-        ax.set_xticks(np.arange(len(variants)) + width * (len(precisions) - 1) / 2, variants)
+            for precision in precisions
+        }
+        grouped_bars(ax, variants, series)
         ax.axhline(0, color="k", lw=0.8)
         ax.set_title(metric, fontsize=9)
         ax.legend(fontsize=7)

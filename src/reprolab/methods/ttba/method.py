@@ -10,7 +10,6 @@ accuracy; the attack units report the attack metrics.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ import numpy as np
 
 from reprolab.contract import TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
+from reprolab.core.threads import torch_threads
 from reprolab.methods.ttba.config import TtbaConfig
 
 if TYPE_CHECKING:
@@ -50,20 +50,6 @@ def units(cfg: TtbaConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[U
 # ---------------------------------------------------------------- train
 
 
-@contextlib.contextmanager
-def _threads(n: int):
-    """``n`` torch intra-op threads for the duration (0: leave the stage's setting)."""
-    import torch
-
-    before = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_unit(
     unit: Unit, cfg: TtbaConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
@@ -77,7 +63,7 @@ def train_unit(
     torch.manual_seed(unit.seed)  # the victim of (task, seed): cross-entropy, Adam, cosine
     net = cnn(x_tr.shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
     module = ClassifierModule(net, lr=cfg.lr, epochs=cfg.epochs)
-    with _threads(cfg.threads):
+    with torch_threads(cfg.threads):
         fit_supervised(
             module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
         )
@@ -219,7 +205,7 @@ def summarize(run: dict, cfg: TtbaConfig, variant: str) -> dict[str, float]:
 def evaluate_unit(
     model, unit: Unit, cfg: TtbaConfig, data: dict, history: list[dict]
 ) -> dict[str, float]:
-    with _threads(cfg.threads):
+    with torch_threads(cfg.threads):
         if unit.variant == "victim":
             return victim_metrics(model, data)
         return summarize(attack_images(model, unit, cfg, data), cfg, unit.variant)
