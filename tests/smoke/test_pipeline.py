@@ -155,6 +155,29 @@ def test_changing_one_profile_reruns_only_what_it_touches(reproduced, tmp_path):
     assert "methods.ensloss.smoke.epochs" in shown or '"epochs": 2' in shown
 
 
+def test_editing_one_method_source_reruns_only_that_method(reproduced, tmp_path):
+    """Stages depend on their method's code through data/config/<slug>.code.json (written
+    by validate): editing a file of dp_noise reruns dp_noise's chain, nothing of
+    EnsLoss; a second repro does nothing."""
+    project = tmp_path / "project"
+    shutil.copytree(reproduced, project, symlinks=True)
+    readme = project / "src/reprolab/methods/dp_noise/README.md"
+    readme.write_text(readme.read_text() + "\nAn edit.\n")
+    proc = run(["dvc", "repro"], project)
+    ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
+    # the report reruns only if dp_noise's evaluation outputs changed (they are
+    # deterministic, so DVC may skip it)
+    assert ran - {"report"} == {
+        "validate",
+        "prepare@dp_noise",
+        "train@dp_noise",
+        "quantize@dp_noise",
+        "evaluate@dp_noise",
+    }, proc.stdout
+    proc = run(["dvc", "repro"], project)
+    assert "Running stage" not in proc.stdout, proc.stdout
+
+
 def test_push_pull_round_trip(reproduced, tmp_path):
     """EnsLoss's chain to a folder remote and back, byte for byte (every method's outputs
     go the same way through the DVC cache)."""

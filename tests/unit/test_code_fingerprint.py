@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _tree(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
-    for rel in (*validate.SHARED_CODE, "src/reprolab/methods/ensloss", "src/reprolab/methods/dp_noise"):
+    for rel in (
+        *validate.SHARED_CODE,
+        "src/reprolab/methods/ensloss",
+        "src/reprolab/methods/dp_noise",
+    ):
         src, dest = ROOT / rel, root / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir():
