@@ -17,7 +17,9 @@ the process's birth (read from /proc) to its last atexit handler, to exactly one
 - ``checks``: params/slug validation (``_common.context``), input checksum
   verification (``PreparedData``) and the resume fingerprint (``code_digest``);
 - ``compute``: the stage's real work: the method hooks (prepare, train_unit, restore,
-  evaluate_unit, example_input, plots, units), quantization (core.quant), claims and
+  evaluate_unit, example_input, calibration_inputs, plots, runtime_plots, units),
+  quantization with its calibration and per-layer error and coverage measurements
+  (core.quant), claims and
   summaries (evaluate), the report builders, and reading/writing stage data
   (core.io save/load/write, torch.save/torch.load);
 - ``glue``: everything else in the process (argument parsing, output folder moves,
@@ -187,7 +189,9 @@ def _install(child_argv: list[str] | None = None) -> None:
         "restore",
         "evaluate_unit",
         "example_input",
+        "calibration_inputs",
         "plots",
+        "runtime_plots",
     ]
     patches = {
         "torch": lambda m: patch(m, ["save", "load"], "compute", "torch"),
@@ -203,7 +207,19 @@ def _install(child_argv: list[str] | None = None) -> None:
             patch(m, ["verify_folder"], "checks", "io"),
         ),
         "reprolab.core.quant": lambda m: patch(
-            m, ["quantize", "restore_quantized", "state_bytes", "latency_ms"], "compute", "quant"
+            m,
+            [
+                "quantize",
+                "restore_quantized",
+                "calibrate_thresholds",
+                "layer_errors",
+                "coverage",
+                "effective_bytes",
+                "state_bytes",
+                "latency_ms",
+            ],
+            "compute",
+            "quant",
         ),
         "reprolab.core.claims": lambda m: patch(m.Claim, ["evaluate"], "compute", "Claim"),
         "reprolab.stages._common": lambda m: (
