@@ -1034,6 +1034,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-worker", action="store_true", help="skip the smoke run with the stage worker"
     )
     parser.add_argument(
+        "--no-inprocess",
+        action="store_true",
+        help="skip the in-process smoke run (and the no-op repro and cross-check on its copy)",
+    )
+    parser.add_argument(
         "--only", nargs="*", choices=("pipeline", "lightning", "quant"), help="run a subset"
     )
     args = parser.parse_args(argv)
@@ -1060,11 +1065,12 @@ def main(argv: list[str] | None = None) -> int:
                         results["errors"]["pipeline_worker"] = f"{type(exc).__name__}: {exc}"[
                             -3000:
                         ]
-                smoke, project = smoke_repro(workdir, args.pipeline_threads)
-                results["smoke_repro"] = smoke
-                results["noop_repro"] = noop_repro(project)
-                log("1b. per-process fixed cost (cross-check) ...")
-                smoke["process_fixed_cost"] = process_fixed_cost(project)
+                if not args.no_inprocess:
+                    smoke, project = smoke_repro(workdir, args.pipeline_threads)
+                    results["smoke_repro"] = smoke
+                    results["noop_repro"] = noop_repro(project)
+                    log("1b. per-process fixed cost (cross-check) ...")
+                    smoke["process_fixed_cost"] = process_fixed_cost(project)
             except Exception as exc:  # noqa: BLE001 - report what ran
                 results["errors"]["pipeline"] = f"{type(exc).__name__}: {exc}"[-3000:]
         if "lightning" in only:
