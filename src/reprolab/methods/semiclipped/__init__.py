@@ -51,6 +51,12 @@ SPEC = MethodSpec(
         "tx_dim",
         "img_dim",
         "noise",
+        "pbmc_splits",
+        "pbmc_train_batches",
+        "pbmc_group_size",
+        "pbmc_batch_effect",
+        "pbmc_tx_dim",
+        "pbmc_img_dim",
     ),  # fmt: skip
     test_overrides={
         "n_sims": 1,
@@ -66,6 +72,7 @@ SPEC = MethodSpec(
         "batch_size": 4,
         "pea_bank": 2,
         "k": 3,
+        "pbmc_splits": 1,
         "quantization": ["int8_dynamic", "rtn_w8a8"],
     },
 )
