@@ -69,7 +69,7 @@ SPEC = MethodSpec(
         "img_dim": 5,
         "hidden": 8,
         "epochs": 1,
-        "batch_size": 4,
+        "batch_size": 64,
         "pea_bank": 2,
         "k": 3,
         "pbmc_splits": 1,
