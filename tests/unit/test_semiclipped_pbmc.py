@@ -61,13 +61,19 @@ def test_cache_is_reused_and_rebuilt_when_stale(tmp_path, src):
     np.testing.assert_array_equal(pbmc.load(tmp_path)["x"], src["x"])
 
 
-def test_missing_scanpy_names_the_install_command(monkeypatch):
+def test_missing_scanpy_names_the_install_command(monkeypatch, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "scanpy" else real(name, *a)
     )
     with pytest.raises(RuntimeError, match=r"pip install --no-deps scanpy==\d"):
         pbmc.source_path()
+    cfg = SemiClippedConfig(n_sims=1, pbmc_splits=1, n_pathways=2, perts_per_pathway=2)
+    with pytest.raises(RuntimeError, match="pbmc_splits: 0"):
+        method.prepare(cfg, [0], tmp_path, {})
+    # the simulator alone does not need it
+    tasks, _ = method.prepare(cfg.model_copy(update={"pbmc_splits": 0}), [0], tmp_path, {})
+    assert list(tasks) == ["sim0"]
 
 
 def test_split_batches_controls_and_pseudo_perturbations(src, task):

@@ -24,6 +24,8 @@ KS = (1, 3, 5, 10, 20)
 def prepare(
     cfg: SemiClippedConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
+    # the pbmc source first: a missing package is named before any compute
+    src = pbmc.load(raw_dir) if cfg.pbmc_splits else None
     tasks = {}
     for i in range(cfg.n_sims):
         s = cfg.data_seed * 1000 + i
@@ -38,8 +40,7 @@ def prepare(
         d["test_pert"] = np.isin(d["pert"], held)
         d["test_batch"] = np.isin(d["batch"], test_b)
         tasks[f"sim{i}"] = _frozen_sides(d)
-    if cfg.pbmc_splits:
-        src = pbmc.load(raw_dir)
+    if src is not None:
         for i in range(cfg.pbmc_splits):
             d = pbmc.make_task(
                 src, cfg.data_seed * 1000 + 500 + i, cfg.pbmc_train_batches,
