@@ -40,7 +40,7 @@ def main() -> None:
     from reprolab.methods.semiclipped.config import SemiClippedConfig
 
     torch.set_num_threads(args.threads)
-    cfg = SemiClippedConfig()
+    cfg = SemiClippedConfig(pbmc_splits=0)  # the simulator draw only
     tasks, _ = method.prepare(cfg, [0], Path("."), {})
     data = tasks["sim0"]
     rng = np.random.default_rng(0)

@@ -51,6 +51,12 @@ SPEC = MethodSpec(
         "tx_dim",
         "img_dim",
         "noise",
+        "pbmc_splits",
+        "pbmc_train_batches",
+        "pbmc_group_size",
+        "pbmc_batch_effect",
+        "pbmc_tx_dim",
+        "pbmc_img_dim",
     ),  # fmt: skip
     test_overrides={
         "n_sims": 1,
@@ -63,9 +69,10 @@ SPEC = MethodSpec(
         "img_dim": 5,
         "hidden": 8,
         "epochs": 1,
-        "batch_size": 4,
+        "batch_size": 64,
         "pea_bank": 2,
         "k": 3,
+        "pbmc_splits": 1,
         "quantization": ["int8_dynamic", "rtn_w8a8"],
     },
 )

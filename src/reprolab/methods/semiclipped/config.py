@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from reprolab.contract import MethodConfig
 
 
 class SemiClippedConfig(MethodConfig):
     #: simulator draws; each is one task (its own pathways, maps and batch effects)
-    n_sims: int = Field(default=3, ge=1)
+    n_sims: int = Field(default=3, ge=0)
     data_seed: int = Field(default=0, ge=0)
     n_pathways: int = Field(default=8, ge=2)
     perts_per_pathway: int = Field(default=10, ge=2)
@@ -34,9 +34,26 @@ class SemiClippedConfig(MethodConfig):
     pea_min_frac: float = Field(default=0.3, gt=0, le=1)
     shrink: float = Field(default=0.1, ge=0, lt=1)
     k: int = Field(default=5, ge=1)
+    #: pbmc68k setting (pbmc.py): random splits of the real cells, each one task (0: off)
+    pbmc_splits: int = Field(default=2, ge=0)
+    #: training batches the G1 cells are split into (the cycling cells are the held-out one)
+    pbmc_train_batches: int = Field(default=3, ge=1)
+    #: cells per pseudo-perturbation (random cells of one type in one batch)
+    pbmc_group_size: int = Field(default=4, ge=1)
+    #: sd of the per-batch, per-gene log capture efficiency (constructed technical effect)
+    pbmc_batch_effect: float = Field(default=0.5, ge=0)
+    #: widths of the frozen PCA encoders of the two gene halves
+    pbmc_tx_dim: int = Field(default=16, ge=2)
+    pbmc_img_dim: int = Field(default=16, ge=2)
+
+    @model_validator(mode="after")
+    def _some_task(self) -> SemiClippedConfig:
+        if self.n_sims + self.pbmc_splits == 0:
+            raise ValueError("n_sims and pbmc_splits are both 0: no task to run")
+        return self
 
 
 PROFILE_DEFAULTS = {
     "smoke": {},
-    "paper": {"n_sims": 5, "perts_per_pathway": 16, "epochs": 80},
+    "paper": {"n_sims": 5, "perts_per_pathway": 16, "epochs": 80, "pbmc_splits": 5},
 }

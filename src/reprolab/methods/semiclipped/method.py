@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reprolab.contract import TrainedUnit, Unit
-from reprolab.methods.semiclipped import sim
+from reprolab.methods.semiclipped import pbmc, sim
 from reprolab.methods.semiclipped.config import SemiClippedConfig
 
 if TYPE_CHECKING:
@@ -24,6 +24,8 @@ KS = (1, 3, 5, 10, 20)
 def prepare(
     cfg: SemiClippedConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
+    # the pbmc source first: a missing package is named before any compute
+    src = pbmc.load(raw_dir) if cfg.pbmc_splits else None
     tasks = {}
     for i in range(cfg.n_sims):
         s = cfg.data_seed * 1000 + i
@@ -35,14 +37,36 @@ def prepare(
         n_perts = cfg.n_pathways * cfg.perts_per_pathway
         held = rng.permutation(n_perts)[: int(round(cfg.test_perts * n_perts))]
         test_b = rng.permutation(cfg.n_batches)[: cfg.test_batches]
-        ctrl = d["pert"] < 0
         d["test_pert"] = np.isin(d["pert"], held)
         d["test_batch"] = np.isin(d["batch"], test_b)
-        # the frozen image encoder's embedding: TVN-corrected image features
-        d["img_emb"] = sim.correct(d["img"], d["batch"], ctrl, "tvn")
-        d["tx_tvn"] = sim.correct(d["tx"], d["batch"], ctrl, "tvn")
-        tasks[f"sim{i}"] = d
-    return tasks, {"n_samples": {t: int(len(d["pert"])) for t, d in tasks.items()}}
+        tasks[f"sim{i}"] = _frozen_sides(d)
+    if src is not None:
+        for i in range(cfg.pbmc_splits):
+            d = pbmc.make_task(
+                src, cfg.data_seed * 1000 + 500 + i, cfg.pbmc_train_batches,
+                cfg.pbmc_group_size, cfg.pbmc_batch_effect, cfg.test_perts,
+                cfg.pbmc_tx_dim, cfg.pbmc_img_dim,
+            )  # fmt: skip
+            # a cell's two views are one measurement: pairs are always two different cells
+            d["pair_other_cell"] = np.array(True)
+            tasks[f"pbmc{i}"] = _frozen_sides(d)
+    meta = {"n_samples": {t: int(len(d["pert"])) for t, d in tasks.items()}}
+    meta["n_perts"] = {t: int(d["pert"].max() + 1) for t, d in tasks.items()}
+    return tasks, meta
+
+
+def _frozen_sides(d: dict) -> dict:
+    """The frozen encoders' outputs: the image embedding is the TVN-corrected image
+    features; the transcriptomics input is TVN-corrected with all of a batch's controls."""
+    ctrl = d["pert"] < 0
+    d["img_emb"] = sim.correct(d["img"], d["batch"], ctrl, "tvn")
+    d["tx_tvn"] = sim.correct(d["tx"], d["batch"], ctrl, "tvn")
+    return d
+
+
+def setting(task: str) -> str:
+    """The data setting of a task: ``sim`` (simulator draws) or ``pbmc`` (pbmc68k splits)."""
+    return "pbmc" if task.startswith("pbmc") else "sim"
 
 
 # ---------------------------------------------------------------- train
@@ -52,7 +76,10 @@ def units(cfg: SemiClippedConfig, seeds: Sequence[int], tasks: Sequence[str]) ->
     from reprolab.methods.semiclipped import SPEC
 
     return [
-        Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in SPEC.selected_variants(cfg)
+        Unit(t, v, s, params={"setting": setting(t)})
+        for t in sorted(tasks)
+        for s in seeds
+        for v in SPEC.selected_variants(cfg)
     ]
 
 
@@ -101,13 +128,18 @@ def make_step(unit_variant: str, cfg: SemiClippedConfig, tx_net, img_net):
 def batches(data: dict, cfg: SemiClippedConfig, rng: np.random.Generator, pea) -> list:
     """One epoch of weak pairs: each minibatch holds distinct perturbations; each
     transcriptomics sample is paired with a random image sample of the same perturbation
-    (any batch). With PEA each sample gets a random correction from ``pea``."""
+    (any batch). Where the task says ``pair_other_cell`` (a sample's two views are one
+    cell) the image sample is another cell, and a perturbation with one training cell
+    is left out. With PEA each sample gets a random correction from ``pea``."""
     rows = np.flatnonzero(_train_rows(data))
     rows = rows[rng.permutation(len(rows))]
     img_rows = {
         p: np.flatnonzero(_train_rows(data) & (data["pert"] == p))
         for p in np.unique(data["pert"][rows])
     }
+    other_cell = "pair_other_cell" in data
+    if other_cell:
+        rows = rows[[len(img_rows[int(data["pert"][r])]) > 1 for r in rows]]
     out, cur, seen = [], [], set()
     for r in rows:
         p = int(data["pert"][r])
@@ -129,9 +161,21 @@ def batches(data: dict, cfg: SemiClippedConfig, rng: np.random.Generator, pea) -
             k = rng.integers(means.shape[1], size=len(idx))
             b = data["batch"][idx]
             x = np.einsum("nd,nde->ne", data["tx"][idx] - means[b, k], maps[b, k])
-        j = np.array([rng.choice(img_rows[int(data["pert"][i])]) for i in idx])
+        if other_cell:
+            j = np.array([rng.choice(_others(img_rows[int(data["pert"][i])], i)) for i in idx])
+        else:
+            j = np.array([rng.choice(img_rows[int(data["pert"][i])]) for i in idx])
         res.append((x.astype(np.float32), data["img_emb"][j].astype(np.float32)))
     return res
+
+
+def _others(pool: np.ndarray, row: int) -> np.ndarray:
+    return pool[pool != row]
+
+
+def dims(data: dict) -> tuple[int, int]:
+    """(transcriptomics input, image embedding) widths of a task."""
+    return int(np.shape(data["tx"])[1]), int(np.shape(data["img_emb"])[1])
 
 
 def train_unit(
@@ -146,10 +190,9 @@ def train_unit(
     data = {k: np.asarray(v) for k, v in data.items()}
     torch.manual_seed(unit.seed)
     rng = np.random.default_rng(unit.seed)
-    tx_net = adapter(cfg.tx_dim, cfg.hidden, cfg.img_dim)
-    img_net = (
-        adapter(cfg.img_dim, cfg.hidden, cfg.img_dim) if unit.variant == "joint_clip" else None
-    )
+    tx_dim, img_dim = dims(data)
+    tx_net = adapter(tx_dim, cfg.hidden, img_dim)
+    img_net = adapter(img_dim, cfg.hidden, img_dim) if unit.variant == "joint_clip" else None
     step = make_step(unit.variant, cfg, tx_net, img_net)
     history = []
     train_ctrl = (data["pert"] < 0) & ~data["test_batch"]
@@ -174,7 +217,8 @@ def train_unit(
 
 
 def restore(unit: Unit, cfg: SemiClippedConfig, data: dict, state: dict) -> torch.nn.Module:
-    net = adapter(cfg.tx_dim, cfg.hidden, cfg.img_dim)
+    tx_dim, img_dim = dims(data)
+    net = adapter(tx_dim, cfg.hidden, img_dim)
     net.load_state_dict({k[3:]: v for k, v in state.items() if k.startswith("tx.")})
     return net.eval()
 

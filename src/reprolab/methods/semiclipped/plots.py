@@ -1,5 +1,6 @@
 """Semi-Clipped figures: recall@k curves per variant (held-out perturbations in held-out
-batches), fp32 and every quantized precision."""
+batches), one row per data setting, one column per precision (fp32 and every quantized
+one)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,32 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import save_figure  # noqa: E402
 
+_RELATED = {"sim": "same-pathway", "pbmc": "same-cell-type"}
+
 
 def recall_curves(table: pd.DataFrame, path: Path, ks) -> Path:
     precisions = list(dict.fromkeys(table.precision))
-    fig, axes = plt.subplots(1, len(precisions), figsize=(4.5 * len(precisions), 4), squeeze=False)
-    for ax, prec in zip(axes[0], precisions, strict=True):
-        rows = table[table.precision == prec]
-        for variant in dict.fromkeys(rows.variant):
-            ys = [
-                rows[(rows.variant == variant) & (rows.metric == f"recall_ood_at{k}")].value.mean()
-                for k in ks
-            ]
-            ax.plot(ks, ys, marker="o", label=variant)
-        ax.set_xlabel("k")
-        ax.set_ylabel("recall@k of same-pathway perturbations (OOD)")
-        ax.set_title(prec)
-        ax.legend(fontsize=7)
+    settings = list(dict.fromkeys(table.setting)) if "setting" in table else [None]
+    fig, axes = plt.subplots(
+        len(settings),
+        len(precisions),
+        figsize=(4.5 * len(precisions), 4 * len(settings)),
+        squeeze=False,
+    )
+    for row, setting in zip(axes, settings, strict=True):
+        part = table if setting is None else table[table.setting == setting]
+        for ax, prec in zip(row, precisions, strict=True):
+            rows = part[part.precision == prec]
+            for variant in dict.fromkeys(rows.variant):
+                ys = [
+                    rows[
+                        (rows.variant == variant) & (rows.metric == f"recall_ood_at{k}")
+                    ].value.mean()
+                    for k in ks
+                ]
+                ax.plot(ks, ys, marker="o", label=variant)
+            ax.set_xlabel("k")
+            ax.set_ylabel(f"recall@k, {_RELATED.get(setting, 'related')} (OOD)")
+            ax.set_title(f"{setting or ''} {prec}".strip())
+            ax.legend(fontsize=7)
     return save_figure(fig, path)
