@@ -57,8 +57,12 @@ def n_parameters(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())
 
 
+def predict(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """0/1 predictions sign(f(x)) (f(x) = 0 counts as class 0)."""
+    with torch.inference_mode():
+        return (net(x).flatten() > 0).long()
+
+
 def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Share of rows with sign(f(x)) equal to y (labels 0/1; f(x) = 0 counts as class 0)."""
-    with torch.inference_mode():
-        pred = (net(x).flatten() > 0).long()
-    return float((pred == y).float().mean())
+    return float((predict(net, x) == y).float().mean())
