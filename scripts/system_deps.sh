@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
-# System programs the test suite starts for real: PostgreSQL (the MLflow-on-PostgreSQL
-# test, `make mlflow-server`). Installed from Debian's packages when missing and this
-# runs as root; otherwise it says what to install.
+# System packages the project uses, from Debian's packages, installed when missing and
+# this runs as root; otherwise the script says what to install:
+# - postgresql: the MLflow-on-PostgreSQL test, `make mlflow-server` (required: exits 1);
+# - dataset-fashion-mnist: Fashion-MNIST for the paper profile, read from
+#   /usr/share/datasets/fashion-mnist/ (optional here: a warning; `make data` fetches
+#   it without root).
 set -euo pipefail
-if command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
-  exit 0
+
+have_postgres() {
+  command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+
+have_fashion_mnist() {
+  local d=/usr/share/datasets/fashion-mnist f
+  for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    [ -f "$d/$f.gz" ] || return 1
+  done
+}
+
+# install <package> <what it is for>: 0 when installed now, 1 when it cannot be
+apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing $1 (apt-get install $1) for $2"
+    apt-get install -y -q "$1" >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q "$1" >/dev/null; }
+  else
+    return 1
+  fi
+}
+
+if ! have_fashion_mnist && ! apt_install dataset-fashion-mnist "the paper profile's Fashion-MNIST"; then
+  echo "warning: Fashion-MNIST (paper profile) is missing: install it (Debian: sudo apt-get install -y dataset-fashion-mnist), or run \`make data\` without root" >&2
 fi
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing PostgreSQL (apt-get install postgresql) for the MLflow server tests"
-  apt-get install -y -q postgresql >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }
-else
+if ! have_postgres && ! apt_install postgresql "the MLflow server tests"; then
   echo "PostgreSQL is missing: install it (Debian: sudo apt-get install -y postgresql)" >&2
   exit 1
 fi
+exit 0

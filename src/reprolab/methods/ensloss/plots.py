@@ -1,5 +1,5 @@
 """EnsLoss figures: test accuracy per class pair and loss; int8 vs fp32; validation
-accuracy by epoch (where overfitting to noisy labels shows)."""
+accuracy by epoch (where overfitting to noisy labels shows); the CNN setting's fit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
+from reprolab.core.plots import curves_figure, plot_mean_curves, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 
 
@@ -66,3 +66,20 @@ def validation_curves(histories: dict, path: Path) -> Path:
         ylabel="validation accuracy (mean over tasks, seeds)",
         title="Training curves (noisy training labels)",
     )
+
+
+def cnn_curves(histories: dict, path: Path) -> Path:
+    """The CNN setting by epoch, mean over pairs and seeds per loss: accuracy on the
+    noisy training labels it is fitted to (left; near 1 once it has memorised the
+    flipped labels) and validation accuracy on clean labels (right)."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, key, ylabel in (
+        (axes[0], "train_acc_noisy", "training accuracy (noisy labels)"),
+        (axes[1], "val_acc", "validation accuracy (clean labels)"),
+    ):
+        plot_mean_curves(ax, histories, key, by=("variant",))
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    fig.suptitle("CNN setting: fitting noisy labels (mean over pairs and seeds)")
+    return save_figure(fig, path)
