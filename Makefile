@@ -91,6 +91,7 @@ METHODS ?=
 SEEDS ?=
 paper: venv
 	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=5,6,7]'; exit 2)
+	bash scripts/system_deps.sh --paper
 	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS))
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.

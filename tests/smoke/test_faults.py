@@ -167,7 +167,7 @@ def build_assets(root: Path, cli_in) -> None:
 def test_missing_data_package_says_make_data(tmp_path: Path, cli_in, monkeypatch):
     root = copy_project(tmp_path / "p", {**TINY_ENSLOSS, "datasets": ["fashion_mnist"]})
     assert not (root / "data/raw/fashion-mnist").exists()
-    # nor installed system-wide (scripts/system_deps.sh installs the Debian package)
+    # nor installed system-wide (scripts/system_deps.sh --paper installs the Debian package)
     monkeypatch.setattr(datasets, "FASHION_SYSTEM_DIR", tmp_path / "no-system-package")
     # the images are read from the shared asset, which builds them from the packages
     set_params(

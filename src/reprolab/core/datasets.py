@@ -69,7 +69,7 @@ def fashion_mnist(raw_dir: Path) -> tuple[np.ndarray, np.ndarray]:
         raise MissingSourceError(
             f"Fashion-MNIST is neither in {folders[0]} nor in {folders[1]}. Install the "
             "Debian package: `sudo apt-get install -y dataset-fashion-mnist` (or `bash "
-            "scripts/system_deps.sh` as root), or fetch it without root with `make data` "
+            "scripts/system_deps.sh --paper` as root), or fetch it without root with `make data` "
             "(apt-get download dataset-fashion-mnist + dpkg -x)."
         )
     arrays = {}
