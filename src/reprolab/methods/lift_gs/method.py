@@ -328,6 +328,6 @@ def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
     ]
     if "meshes" in set(table.scenes):
         out.append(figs.miou_by_variant(table, out_dir / "miou_by_variant_meshes.png", "meshes"))
-    if table.variant.isin(figs.FINETUNE).any():
+    if table.variant.isin(list(figs.FINETUNE)).any():
         out.append(figs.finetune_bars(table, out_dir / "pretrain_finetune.png"))
     return out

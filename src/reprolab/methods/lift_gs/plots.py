@@ -16,12 +16,12 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.methods.lift_gs.method import FINETUNE  # noqa: E402
 
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
 
 
 SIGNALS = ("render", "unproj", "sup3d")
-FINETUNE = ("ft_scratch", "ft_scratch_2lab", "ft_pre1x", "ft_pre2x")
 
 
 def _full(table: pd.DataFrame, scenes: str = "procedural") -> pd.DataFrame:
@@ -101,7 +101,7 @@ def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
 def finetune_bars(table: pd.DataFrame, path: Path) -> Path:
     """Held-out 3D IoU after the same fine-tuning, by pretraining (none, N, 2N unlabeled
     scenes) and for the from-scratch baseline on 2n labeled scenes, per precision."""
-    rows = table[(table.metric == "miou") & table.variant.isin(FINETUNE)]
+    rows = table[(table.metric == "miou") & table.variant.isin(list(FINETUNE))]
     variants = [v for v in FINETUNE if v in set(rows.variant)]
     precisions = sorted(set(rows.precision), key=lambda p: (p != "fp32", p))
     width = 0.8 / max(len(precisions), 1)
