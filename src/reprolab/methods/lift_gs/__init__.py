@@ -28,6 +28,21 @@ SPEC = MethodSpec(
         ),
         Variant("unproj", "naive unprojection of the 2D teacher masks to points (no depth test)"),
         Variant("sup3d", "3D-supervised on ground-truth point labels (upper bound)"),
+        Variant(
+            "ft_pre2x",
+            "render-supervised pretraining on 2N unlabeled scenes, then 3D-supervised "
+            "fine-tuning on n labeled scenes",
+        ),
+        Variant(
+            "ft_pre1x",
+            "render-supervised pretraining on N unlabeled scenes (same pretraining budget), "
+            "then the same fine-tuning",
+        ),
+        Variant("ft_scratch", "the same fine-tuning on n labeled scenes, from scratch"),
+        Variant(
+            "ft_scratch_2lab",
+            "fine-tuning on 2n labeled scenes from scratch (same budget in scene visits)",
+        ),
     ),
     claims=CLAIMS,
     quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8", "rtn_w4a4")),
@@ -43,6 +58,15 @@ SPEC = MethodSpec(
         "epochs": 1,
         "batch_size": 2,
         "scaling_scenes": [2],
+        "n_train_meshes": 2,
+        "n_test_meshes": 2,
+        "pretrain_scenes": 1,
+        "pretrain_epochs": 1,
+        "finetune_scenes": 1,
+        "finetune_epochs": 2,
         "quantization": ["int8_dynamic", "rtn_w4a4"],
+        # every code path at the fewest units: ft_pre1x runs render pretraining and
+        # sup3d fine-tuning; the other ft_* variants differ from it in scene counts only
+        "variants": ["render", "unproj", "ft_pre1x"],
     },
 )

@@ -1,10 +1,19 @@
 """LIFT-GS settings. Defaults are the smoke profile; PROFILE_DEFAULTS['paper'] scales up.
 
-One task, ``scenes``: seeded procedural scenes (``n_train`` unlabeled training scenes
-with 2D teacher masks, ``n_test`` held-out scenes with 3D labels). The render-supervised
-variant is also trained on the first ``n`` training scenes for every ``n`` of
-``scaling_scenes`` (the data-scaling curve); the unit parameter ``n_scenes`` says how
-many scenes a unit saw.
+Two scene settings (unit parameter ``scenes``): seeded procedural scenes of primitives
+(``n_train`` unlabeled training scenes with 2D teacher masks, ``n_test`` held-out scenes
+with 3D labels) and scenes of offline meshes (``n_train_meshes``, ``n_test_meshes``; 0
+training scenes turns the setting off). The render-supervised variant is also trained
+on the first ``n`` procedural training scenes for every ``n`` of ``scaling_scenes`` (the
+data-scaling curve); the unit parameter ``n_scenes`` says how many scenes a unit saw.
+
+Pretrain-then-finetune (the paper's data claim): render-supervised pretraining on the
+first ``pretrain_scenes`` (N) or 2N unlabeled procedural training scenes at the same
+pretraining budget (``pretrain_epochs`` over 2N scenes; N scenes get twice the epochs),
+then the same 3D-supervised fine-tuning on the last ``finetune_scenes`` (n) training
+scenes, which no pretraining set contains (``finetune_epochs`` over n scenes). The
+baselines fine-tune from scratch on the same n scenes, and on 2n scenes at the same
+budget (scene visits). ``pretrain_scenes: 0`` turns the comparison off.
 """
 
 from __future__ import annotations
@@ -30,6 +39,9 @@ class LiftGSConfig(MethodConfig):
     #: an object is 'occluded' when other objects hide at least this fraction of it
     occlusion_threshold: float = Field(default=0.3, gt=0.0, lt=1.0)
     data_seed: int = Field(default=0, ge=0)
+    #: mesh scenes: unlabeled training scenes (0: no mesh setting) and held-out scenes
+    n_train_meshes: int = Field(default=6, ge=0)
+    n_test_meshes: int = Field(default=6, ge=2)
 
     # model and training
     queries: int = Field(default=6, ge=1)
@@ -44,6 +56,14 @@ class LiftGSConfig(MethodConfig):
     empty_weight: float = Field(default=0.5, ge=0.0)
     #: extra training-set sizes of the render-supervised variant (each < n_train)
     scaling_scenes: list[int] = Field(default=[6])
+    #: pretrain-then-finetune: N unlabeled pretraining scenes (the larger set is 2N)
+    pretrain_scenes: int = Field(default=3, ge=0)
+    #: pretraining epochs over the 2N scenes (the N-scene arm: twice as many)
+    pretrain_epochs: int = Field(default=6, ge=1)
+    #: n labeled fine-tuning scenes (the last n training scenes)
+    finetune_scenes: int = Field(default=2, ge=1)
+    #: fine-tuning epochs over n scenes (the 2n-scene baseline: half as many)
+    finetune_epochs: int = Field(default=10, ge=2)
 
     @model_validator(mode="after")
     def _check(self) -> LiftGSConfig:
@@ -55,6 +75,16 @@ class LiftGSConfig(MethodConfig):
             raise ValueError("scaling_scenes: each entry must be in [1, n_train)")
         if len(set(self.scaling_scenes)) != len(self.scaling_scenes):
             raise ValueError("scaling_scenes: entries must be distinct")
+        if self.pretrain_scenes and 2 * (self.pretrain_scenes + self.finetune_scenes) > (
+            self.n_train
+        ):
+            raise ValueError(
+                "2 x (pretrain_scenes + finetune_scenes) must not exceed n_train: the "
+                "pretraining sets (first N, 2N scenes) and the fine-tuning sets (last n, 2n "
+                "scenes) are disjoint"
+            )
+        if self.finetune_epochs % 2:
+            raise ValueError("finetune_epochs must be even (the 2n-scene baseline runs half)")
         if self.views_per_step > self.n_views:
             raise ValueError("views_per_step must not exceed n_views")
         return self
@@ -73,6 +103,8 @@ PREPARE_KEYS = (
     "occlusion_threshold",
     "data_seed",
     "scaling_scenes",
+    "n_train_meshes",
+    "n_test_meshes",
 )
 
 PROFILE_DEFAULTS = {
@@ -88,5 +120,11 @@ PROFILE_DEFAULTS = {
         "epochs": 20,
         "views_per_step": 2,
         "scaling_scenes": [4, 8, 16],
+        "n_train_meshes": 16,
+        "n_test_meshes": 24,
+        "pretrain_scenes": 8,
+        "pretrain_epochs": 10,
+        "finetune_scenes": 4,
+        "finetune_epochs": 40,
     },
 }

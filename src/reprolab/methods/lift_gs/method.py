@@ -10,6 +10,11 @@ Three training signals for one point encoder with K mask queries:
   takes that mask's label (occluded points too: no depth test); the point masks of the
   queries are Hungarian-matched to these unprojected masks with the same loss.
 - ``sup3d``: the same loss on the ground-truth 3D object masks (an upper bound).
+
+All three run on procedural scenes and on scenes of offline meshes (unit parameter
+``scenes``). Pretrain-then-finetune (``ft_*``, procedural scenes): render-supervised
+pretraining on N or 2N unlabeled scenes, or none, then the same 3D-supervised
+fine-tuning on n labeled scenes (2n for one from-scratch baseline), at equal budgets.
 """
 
 from __future__ import annotations
@@ -28,9 +33,15 @@ if TYPE_CHECKING:
     import torch
 
 
-def task_name(n_scenes: int) -> str:
-    """A readable task name (never parsed: ``n_scenes`` is the unit's parameter)."""
-    return f"scenes_n{n_scenes}"
+def task_name(n_scenes: int, scenes: str = "procedural") -> str:
+    """A readable task name (never parsed: ``n_scenes`` and ``scenes`` are the unit's
+    parameters)."""
+    return f"{'meshes' if scenes == 'meshes' else 'scenes'}_n{n_scenes}"
+
+
+#: pretrain-then-finetune variants: (pretraining scenes in units of N, fine-tuning
+#: scenes in units of n); budgets are equal in scene visits (see ``finetune_plan``)
+FINETUNE = {"ft_scratch": (0, 1), "ft_scratch_2lab": (0, 2), "ft_pre1x": (1, 1), "ft_pre2x": (2, 1)}
 
 
 OPACITY = 0.9  # the Gaussians' opacity (teacher masks and render supervision alike)
@@ -55,12 +66,41 @@ def scene_params(cfg: LiftGSConfig):
 def prepare(
     cfg: LiftGSConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
 ) -> tuple[dict, dict]:
-    from reprolab.methods.lift_gs.scenes import build_split, intrinsics
+    from reprolab.methods.lift_gs.scenes import make_scene
 
     p = scene_params(cfg)
+    seed = cfg.data_seed * 2
+    arrays, meta = _setting(cfg, p, cfg.n_train, cfg.n_test, seed, make_scene, "procedural")
+    # one task per training-set size: the first n training scenes, the same test scenes
+    tasks = {}
+    for n in sorted({cfg.n_train, *cfg.scaling_scenes}):
+        tasks[task_name(n)] = {
+            k: (v[:n] if k.startswith("train_") else v) for k, v in arrays.items()
+        }
+    if cfg.n_train_meshes:
+        from reprolab.methods.lift_gs.meshes import catalogue, make_mesh_scene
+
+        meshes = catalogue()  # a missing package is named here, before any scene is drawn
+
+        def make(rng, p):
+            return make_mesh_scene(rng, p, meshes)
+
+        n, seed = cfg.n_train_meshes, 1000 + cfg.data_seed * 2  # other seeds: other scenes
+        arrays, mesh_meta = _setting(cfg, p, n, cfg.n_test_meshes, seed, make, "meshes")
+        tasks[task_name(n, "meshes")] = arrays
+        meta |= {f"meshes_{k}": v for k, v in mesh_meta.items()}
+        meta["meshes_catalogue"] = [name for name, _, _ in meshes]
+    return tasks, meta
+
+
+def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, what: str):
+    """Training and held-out scenes of one scene setting as the arrays of a task, and
+    their metadata."""
+    from reprolab.methods.lift_gs.scenes import build_split, intrinsics
+
     noise = (cfg.teacher_drop, cfg.teacher_edge_noise)
-    train = build_split(cfg.n_train, p, cfg.data_seed * 2 + 1, *noise, with_occlusion=False)
-    test = build_split(cfg.n_test, p, cfg.data_seed * 2 + 2, *noise, with_occlusion=True)
+    train = build_split(n_train, p, seed + 1, *noise, with_occlusion=False, make=make)
+    test = build_split(n_test, p, seed + 2, *noise, with_occlusion=True, make=make)
     arrays = {f"train_{k}": v for k, v in train.items() if k != "labels"}
     arrays |= {f"test_{k}": v for k, v in test.items()}
     arrays["test_occluded"] = (test["occlusion"] >= cfg.occlusion_threshold).astype(np.int8)
@@ -70,23 +110,16 @@ def prepare(
     n_occ = int(arrays["test_occluded"].sum())
     if n_occ == 0 or n_occ == n_obj:
         raise ValueError(
-            f"occlusion_threshold={cfg.occlusion_threshold}: {n_occ} of {n_obj} test objects "
-            "are occluded; the occlusion split needs both kinds"
+            f"occlusion_threshold={cfg.occlusion_threshold}: {n_occ} of {n_obj} held-out "
+            f"objects of the {what} scenes are occluded; the occlusion split needs both kinds"
         )
-    meta = {
+    return arrays, {
         "unprojection_label_accuracy": unprojection_accuracy(test, p),
         "test_objects": n_obj,
         "test_occluded_objects": n_occ,
         "mean_teacher_masks_per_view": float(train["mask_count"].mean()),
         "mean_objects_per_scene": float(train["n_objects"].mean()),
     }
-    # one task per training-set size: the first n training scenes, the same test scenes
-    tasks = {}
-    for n in sorted({cfg.n_train, *cfg.scaling_scenes}):
-        tasks[task_name(n)] = {
-            k: (v[:n] if k.startswith("train_") else v) for k, v in arrays.items()
-        }
-    return tasks, meta
 
 
 def unprojection_accuracy(split: dict, p) -> float:
@@ -125,11 +158,23 @@ def units(cfg: LiftGSConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list
     from reprolab.methods.lift_gs import SPEC
 
     variants = SPEC.selected_variants(cfg)
+    signals = [v for v in variants if v not in FINETUNE]
+    proc = {"scenes": "procedural"}
     out = []
     for s in seeds:  # every signal on all training scenes; render also on fewer
-        out += [Unit(task_name(cfg.n_train), v, s, {"n_scenes": cfg.n_train}) for v in variants]
+        full = {"n_scenes": cfg.n_train, **proc}
+        out += [Unit(task_name(cfg.n_train), v, s, full) for v in signals]
         if "render" in variants:
-            out += [Unit(task_name(n), "render", s, {"n_scenes": n}) for n in cfg.scaling_scenes]
+            out += [
+                Unit(task_name(n), "render", s, {"n_scenes": n, **proc}) for n in cfg.scaling_scenes
+            ]
+        if cfg.n_train_meshes:
+            n = cfg.n_train_meshes
+            mesh = {"n_scenes": n, "scenes": "meshes"}
+            out += [Unit(task_name(n, "meshes"), v, s, mesh) for v in signals]
+        if cfg.pretrain_scenes:
+            ft = {"n_labeled": cfg.finetune_scenes, **proc}
+            out += [Unit(task_name(cfg.n_train), v, s, ft) for v in variants if v in FINETUNE]
     known = set(tasks)
     return [u for u in out if u.task in known]
 
@@ -140,22 +185,75 @@ def build_net(cfg: LiftGSConfig):
     return PointQueryNet(cfg.queries, cfg.hidden, cfg.knn, cfg.rounds)
 
 
-def train_unit(
-    unit: Unit, cfg: LiftGSConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
-) -> TrainedUnit:
+def finetune_plan(variant: str, cfg: LiftGSConfig) -> dict[str, np.ndarray | int]:
+    """Scenes and epochs of a pretrain-then-finetune variant. Pretraining reads the first
+    N or 2N training scenes for the same number of scene visits (``pretrain_epochs`` x
+    2N), so the arms differ in distinct unlabeled scenes, not in compute; fine-tuning
+    reads the last n (or 2n) training scenes, disjoint from every pretraining set, for
+    ``finetune_epochs`` x n scene visits."""
+    k_pre, k_ft = FINETUNE[variant]
+    n = cfg.finetune_scenes
+    return {
+        "pretrain": np.arange(k_pre * cfg.pretrain_scenes),
+        "pretrain_epochs": cfg.pretrain_epochs * 2 // k_pre if k_pre else 0,
+        "finetune": np.arange(cfg.n_train - k_ft * n, cfg.n_train),
+        "finetune_epochs": cfg.finetune_epochs // k_ft,
+    }
+
+
+def _fit(net, signal: str, data: dict, scenes, epochs: int, cfg, seed: int, resume_dir: Path):
     import torch
     from torch.utils.data import DataLoader
 
     from reprolab.core.training import EpochBatchSampler, TensorBatches, fit_resumable
     from reprolab.methods.lift_gs.module import LiftModule
 
-    n = int(unit.param["n_scenes"])
+    module = LiftModule(net, signal, data, np.asarray(scenes), cfg, seed)
+    sampler = EpochBatchSampler(len(scenes), cfg.batch_size, seed)
+    loader = DataLoader(TensorBatches(torch.arange(len(scenes))), sampler=sampler, batch_size=None)
+    fit_resumable(module, loader, None, epochs, resume_dir)
+    return module
+
+
+def train_unit(
+    unit: Unit, cfg: LiftGSConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+) -> TrainedUnit:
+    import torch
+
     torch.manual_seed(unit.seed)  # same initial weights for every signal under a seed
-    module = LiftModule(build_net(cfg), unit.variant, data, n, cfg, unit.seed)
-    sampler = EpochBatchSampler(n, cfg.batch_size, unit.seed)
-    loader = DataLoader(TensorBatches(torch.arange(n)), sampler=sampler, batch_size=None)
-    fit_resumable(module, loader, None, cfg.epochs, resume_dir)
-    return TrainedUnit(state=module.net.state_dict(), history=module.history)
+    net = build_net(cfg)
+    if unit.variant not in FINETUNE:
+        scenes = np.arange(int(unit.param["n_scenes"]))
+        module = _fit(net, unit.variant, data, scenes, cfg.epochs, cfg, unit.seed, resume_dir)
+        return TrainedUnit(state=net.state_dict(), history=module.history)
+    plan = finetune_plan(unit.variant, cfg)
+    history = []
+    if len(plan["pretrain"]):
+        pre = _fit(
+            net,
+            "render",
+            data,
+            plan["pretrain"],
+            plan["pretrain_epochs"],
+            cfg,
+            unit.seed,
+            resume_dir / "pretrain",
+        )
+        history = [{"epoch": h["epoch"], "pretrain_loss": h["train_loss"]} for h in pre.history]
+        progress(f"pretrained on {len(plan['pretrain'])} unlabeled scenes")
+    ft = _fit(
+        net,
+        "sup3d",
+        data,
+        plan["finetune"],
+        plan["finetune_epochs"],
+        cfg,
+        unit.seed,
+        resume_dir / "finetune",
+    )
+    offset = len(history)
+    history += [{**h, "epoch": h["epoch"] + offset} for h in ft.history]
+    return TrainedUnit(state=net.state_dict(), history=history)
 
 
 def preview(data: dict, scene: int = 0) -> dict[str, np.ndarray]:
@@ -222,9 +320,14 @@ def calibration_inputs(unit: Unit, cfg: LiftGSConfig, data: dict, model) -> list
 def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
     from reprolab.methods.lift_gs import plots as figs
 
-    return [
+    out = [
         figs.miou_by_variant(table, out_dir / "miou_by_variant.png"),
         figs.scaling_curve(table, out_dir / "render_scaling.png"),
         figs.rendered_vs_teacher(trained, out_dir / "rendered_vs_teacher.png"),
         figs.loss_curves(trained, out_dir / "train_loss_by_epoch.png"),
     ]
+    if "meshes" in set(table.scenes):
+        out.append(figs.miou_by_variant(table, out_dir / "miou_by_variant_meshes.png", "meshes"))
+    if table.variant.isin(list(figs.FINETUNE)).any():
+        out.append(figs.finetune_bars(table, out_dir / "pretrain_finetune.png"))
+    return out

@@ -35,7 +35,10 @@ def unprojected_targets(
 
 
 class LiftModule(HistoryModule):
-    def __init__(self, net, signal: str, data: dict, n_scenes: int, cfg, seed: int) -> None:
+    """``net`` trained with one signal on the training scenes ``scenes`` (indices into the
+    task's training arrays); a batch holds positions in ``scenes``."""
+
+    def __init__(self, net, signal: str, data: dict, scenes: np.ndarray, cfg, seed: int) -> None:
         super().__init__()
         if signal not in SIGNALS:
             raise ValueError(f"unknown training signal {signal!r}; one of {SIGNALS}")
@@ -46,7 +49,7 @@ class LiftModule(HistoryModule):
         self.intrinsics = (*self.intrinsics[:4], int(self.intrinsics[4]), int(self.intrinsics[5]))
 
         def part(name, dtype=None):
-            a = torch.from_numpy(np.ascontiguousarray(np.asarray(data[f"train_{name}"])[:n_scenes]))
+            a = torch.from_numpy(np.ascontiguousarray(np.asarray(data[f"train_{name}"])[scenes]))
             return a if dtype is None else a.to(dtype)
 
         # plain attributes (not buffers): the data stays out of the checkpoint

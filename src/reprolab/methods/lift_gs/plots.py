@@ -1,6 +1,7 @@
-"""LIFT-GS figures: 3D IoU by training signal (all / occluded / visible objects), the
-render-supervised data-scaling curve, rendered query masks next to the teacher masks of
-a held-out scene, and training loss by epoch."""
+"""LIFT-GS figures: 3D IoU by training signal (all / occluded / visible objects) on
+procedural and on mesh scenes, the render-supervised data-scaling curve, pretrain-then-
+finetune, rendered query masks next to the teacher masks of a held-out scene, and
+training loss by epoch."""
 
 from __future__ import annotations
 
@@ -15,13 +16,26 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.methods.lift_gs.method import FINETUNE  # noqa: E402
 
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
 
 
-def _full(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the units trained on every training scene (not the scaling units)."""
-    return table[table.n_scenes == table.n_scenes.max()]
+SIGNALS = ("render", "unproj", "sup3d")
+
+
+def _full(table: pd.DataFrame, scenes: str = "procedural") -> pd.DataFrame:
+    """Rows of the three signals trained on every training scene of a setting (not the
+    scaling units)."""
+    rows = table[(table.scenes == scenes) & table.variant.isin(SIGNALS)]
+    return rows[rows.n_scenes == rows.n_scenes.max()]
+
+
+def _signal_units(trained) -> list:
+    """The trained units of the three signals on all procedural training scenes."""
+    units = [u for u in trained if u.variant in SIGNALS and u.param["scenes"] == "procedural"]
+    full = max(int(u.param["n_scenes"]) for u in units)
+    return [u for u in units if int(u.param["n_scenes"]) == full]
 
 
 def _err(values) -> tuple[float, float]:
@@ -29,8 +43,8 @@ def _err(values) -> tuple[float, float]:
     return iv.mean, (0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
 
 
-def miou_by_variant(table: pd.DataFrame, path: Path) -> Path:
-    rows = _full(table[table.precision == "fp32"])
+def miou_by_variant(table: pd.DataFrame, path: Path, scenes: str = "procedural") -> Path:
+    rows = _full(table[table.precision == "fp32"], scenes)
     variants = [v for v in ("render", "unproj", "sup3d") if v in set(rows.variant)]
     width = 0.8 / max(len(variants), 1)
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -51,7 +65,7 @@ def miou_by_variant(table: pd.DataFrame, path: Path) -> Path:
     )
     ax.set_ylabel("held-out 3D IoU (mean, 95% CI over seeds)")
     ax.set_ylim(0, 1)
-    ax.set_title("3D instance IoU by training signal")
+    ax.set_title(f"3D instance IoU by training signal ({scenes} scenes)")
     ax.legend(fontsize=8)
     return save_figure(fig, path)
 
@@ -59,7 +73,7 @@ def miou_by_variant(table: pd.DataFrame, path: Path) -> Path:
 def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for precision, rows in table[table.metric == "miou"].groupby("precision"):
-        render = rows[rows.variant == "render"]
+        render = rows[(rows.variant == "render") & (rows.scenes == "procedural")]
         ns = sorted(render.n_scenes.unique())
         stats = [_err(render[render.n_scenes == n].value) for n in ns]
         style = {"lw": 2} if precision == "fp32" else {"lw": 1, "alpha": 0.6, "ls": "--"}
@@ -80,6 +94,43 @@ def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
     ax.set_xlabel("training scenes (unlabeled, 2D teacher masks only)")
     ax.set_ylabel("held-out 3D IoU")
     ax.set_title("Render supervision: data scaling")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def finetune_bars(table: pd.DataFrame, path: Path) -> Path:
+    """Held-out 3D IoU after the same fine-tuning, by pretraining (none, N, 2N unlabeled
+    scenes) and for the from-scratch baseline on 2n labeled scenes, per precision."""
+    rows = table[(table.metric == "miou") & table.variant.isin(list(FINETUNE))]
+    variants = [v for v in FINETUNE if v in set(rows.variant)]
+    precisions = sorted(set(rows.precision), key=lambda p: (p != "fp32", p))
+    width = 0.8 / max(len(precisions), 1)
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for j, precision in enumerate(precisions):
+        at = rows[rows.precision == precision]
+        stats = [_err(at[at.variant == v].value) for v in variants]
+        ax.bar(
+            np.arange(len(variants)) + j * width,
+            [s[0] for s in stats],
+            width,
+            yerr=[s[1] for s in stats],
+            capsize=2,
+            label=precision,
+        )
+    labels = {
+        "ft_scratch": "scratch\nn labeled",
+        "ft_scratch_2lab": "scratch\n2n labeled",
+        "ft_pre1x": "pretrain N\n+ n labeled",
+        "ft_pre2x": "pretrain 2N\n+ n labeled",
+    }
+    ax.set_xticks(
+        np.arange(len(variants)) + width * (len(precisions) - 1) / 2,
+        [labels[v] for v in variants],
+        fontsize=8,
+    )
+    ax.set_ylabel("held-out 3D IoU (mean, 95% CI over seeds)")
+    ax.set_ylim(0, 1)
+    ax.set_title("Render-supervised pretraining, then 3D fine-tuning")
     ax.legend(fontsize=7)
     return save_figure(fig, path)
 
@@ -122,11 +173,9 @@ def rendered_vs_teacher(trained, path: Path, n_views: int = 4) -> Path:
     """Rows: teacher masks (noisy, per-view colours), ground-truth visible objects, and
     the rendered query masks of one model per training signal (lowest seed, all scenes),
     for the first views of held-out scene 0. Query colours are the model's own."""
-    full = max(int(u.param["n_scenes"]) for u in trained)
     chosen = {}
-    for unit in sorted(trained, key=lambda u: u.sort_key()):
-        if int(unit.param["n_scenes"]) == full and unit.variant not in chosen:
-            chosen[unit.variant] = unit
+    for unit in sorted(_signal_units(trained), key=lambda u: u.sort_key()):
+        chosen.setdefault(unit.variant, unit)
     models = {v: trained.model(u) for v, u in chosen.items()}
     scene = next(iter(models.values())).preview
     V = min(n_views, scene["R"].shape[0])
@@ -152,8 +201,7 @@ def rendered_vs_teacher(trained, path: Path, n_views: int = 4) -> Path:
 
 
 def loss_curves(trained, path: Path) -> Path:
-    full = max(int(u.param["n_scenes"]) for u in trained)
-    histories = {u: trained[u] for u in trained if int(u.param["n_scenes"]) == full}
+    histories = {u: trained[u] for u in _signal_units(trained)}
     return curves_figure(
         histories,
         "train_loss",

@@ -230,8 +230,11 @@ def build_split(
     drop: float,
     edge_noise: float,
     with_occlusion: bool,
+    make=make_scene,
 ) -> dict[str, np.ndarray]:
-    """``n_scenes`` scenes with cameras, ground-truth labels and teacher masks, stacked."""
+    """``n_scenes`` scenes with cameras, ground-truth labels and teacher masks, stacked.
+    ``make(rng, p)`` builds one scene's points (procedural primitives by default;
+    ``meshes.make_mesh_scene`` for mesh scenes)."""
     rng = np.random.default_rng(seed)
     M, S, V = p.max_objects, p.image_size, p.n_views
     out = {
@@ -248,7 +251,7 @@ def build_split(
     if with_occlusion:
         out["occlusion"] = np.full((n_scenes, M), np.nan, np.float32)
     for i in range(n_scenes):
-        sc = make_scene(rng, p)
+        sc = make(rng, p)
         R, t = make_cameras(rng, p)
         n_obj = int(sc["n_objects"])
         labels = object_masks(sc["points"], sc["ids"], n_obj, sc["sigma"], R, t, p)
