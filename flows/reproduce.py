@@ -3,9 +3,19 @@
 - ``reproduce_method(slug)``: the stages of one method as dvc.yaml declares them
   (prepare -> train -> quantize -> evaluate), each a visible task, inside one MLflow
   chain run tagged with the flow-run id.
-- ``reproduce_all(methods)``: every method (sequentially: training is CPU-bound), then
-  the stages shared by all methods (the report), then the claims table published as
-  Prefect markdown + table artifacts.
+- ``reproduce_all(methods, executor=None)``: every method, then the stages shared by all
+  methods (the report), then the claims table published as Prefect markdown + table
+  artifacts. ``executor`` (default ``REPROLAB_EXECUTOR``, else ``local``) is the unit
+  executor's setting: ``local`` runs the methods one after another (a subflow each);
+  ``dask`` (a local cluster) or a scheduler address runs them concurrently through
+  prefect-dask's ``DaskTaskRunner`` (``reproduce_methods``): the setup stages once, then
+  every method's stages as tasks on the cluster, each after the one before it.
+
+DVC allows one writer per repository: every stage task waits for DVC's repository lock
+for its `dvc status` and `dvc commit` (``reprolab.dvcstate``), so stages of different
+methods compute at the same time and are recorded in dvc.lock one at a time; each
+stage's deps are the outputs of the stages before it in its own chain, which are final
+when it starts, so what `dvc commit` records is exactly what it computed from.
 
 Both compute in ``root`` (default: the project around the working directory). Runs
 without a server (ephemeral Prefect) or against one (``flows/serve.py``).
@@ -14,36 +24,42 @@ without a server (ephemeral Prefect) or against one (``flows/serve.py``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from reprolab import config, dvcstate, registry
+from reprolab import executor as unit_executor
 from reprolab.core import tracking
 from reprolab.paths import project_root
-from tasks.stages import publish_claims, stage_task
+from tasks.stages import environ, publish_claims, stage_task
+
+_environ = environ  # (flows.reverify sets the MLflow store for the stages with it)
 
 
 def _root(root: str | None) -> Path:
     return Path(root).resolve() if root else project_root()
 
 
-@contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    """Set environment variables for the stages run in this process; restore after."""
-    before = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker, str]:
+    """The MLflow chain run of ``slug`` in this flow run (its stages' runs are children)."""
+    run_id = str(flow_run.id)
+    tracker = tracking.open_tracker(project, slug, "chain", profile)
+    parent = tracker.client.create_run(
+        tracker.experiment_id,
+        run_name=f"chain-prefect-{slug}-{run_id[:8]}",
+        tags={
+            **tracking.git_state(project),
+            "reprolab.kind": "chain",
+            "reprolab.entry": "prefect",
+            "reprolab.profile": profile,
+            "reprolab.slug": slug,
+            "prefect.flow_run_id": run_id,
+            "prefect.root_flow_run_id": str(flow_run.root_flow_run_id or run_id),
+        },
+    ).info.run_id
+    return tracker, parent
 
 
 @flow(name="reproduce-method", flow_run_name="reproduce-{slug}")
@@ -55,21 +71,8 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
     logger = get_run_logger()
     logger.info("%s in %s: %s (%s profile)", slug, project, " -> ".join(stages), cfg.profile)
 
+    tracker, parent = _chain_run(project, slug, cfg.profile)
     run_id = str(flow_run.id)
-    tracker = tracking.open_tracker(project, slug, "chain", cfg.profile)
-    parent = tracker.client.create_run(
-        tracker.experiment_id,
-        run_name=f"chain-prefect-{slug}-{run_id[:8]}",
-        tags={
-            **tracking.git_state(project),
-            "reprolab.kind": "chain",
-            "reprolab.entry": "prefect",
-            "reprolab.profile": cfg.profile,
-            "reprolab.slug": slug,
-            "prefect.flow_run_id": run_id,
-            "prefect.root_flow_run_id": str(flow_run.root_flow_run_id or run_id),
-        },
-    ).info.run_id
     ok = False
     try:
         # The stages' MLflow runs become children of this chain run (tracking.Tracker).
@@ -81,15 +84,86 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
         tracker.client.set_terminated(parent, "FINISHED" if ok else "FAILED")
 
 
+@flow(name="reproduce-methods", flow_run_name="reproduce-methods-concurrently")
+def reproduce_methods(methods: list[str], root: str) -> dict[str, list[dict]]:
+    """The methods' chains concurrently, on the task runner this flow is given
+    (``reproduce_all`` gives it a ``DaskTaskRunner``): the setup stages (validate, the
+    shared assets) first, here, one at a time; then each method's stages as tasks on
+    the runner, each waiting for the one before it in its chain. Each method has its
+    MLflow chain run, created here; the stages on the workers are its children.
+    Returns the stages' results: the setup stages under ``""``, then each method's."""
+    project = Path(root)
+    cfg = config.load(project / "params.yaml")
+    logger = get_run_logger()
+    setup = dvcstate.setup(project)
+    env = {
+        unit_executor.ENV: "local",  # a method's units run in its worker process
+        tracking.FLOW_RUN_ENV: str(flow_run.id),
+    }
+    with _environ(**{tracking.FLOW_RUN_ENV: env[tracking.FLOW_RUN_ENV]}):
+        done = [stage_task(name, root) for name in setup]
+    chains: dict[str, tuple[tracking.Tracker, str, list]] = {}
+    for slug in methods:
+        stages = [n for n in dvcstate.chain(project, slug) if n not in setup]
+        tracker, parent = _chain_run(project, slug, cfg.profile)
+        stage_env = {
+            **env,
+            tracking.PARENT_ENV: parent,
+            "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"],  # set by _chain_run
+        }
+        futures: list = []
+        for name in stages:
+            futures.append(stage_task.submit(name, root, stage_env, wait_for=futures[-1:] or None))
+        chains[slug] = (tracker, parent, futures)
+        logger.info("%s submitted: %s", slug, " -> ".join(stages))
+    results: dict[str, list[dict]] = {"": done}
+    failed: dict[str, Exception] = {}
+    for slug, (tracker, parent, futures) in chains.items():
+        try:
+            results[slug] = [future.result() for future in futures]
+        except Exception as exc:  # the first failed stage of this chain
+            failed[slug] = exc
+        tracker.client.set_terminated(parent, "FAILED" if slug in failed else "FINISHED")
+    if failed:
+        first = next(iter(failed.values()))
+        raise RuntimeError(f"{len(failed)} method(s) failed: {', '.join(failed)}") from first
+    return results
+
+
+def task_runner(choice: str, methods: int):
+    """prefect-dask's task runner for the executor ``choice`` (``dask``: a local cluster
+    of single-threaded workers, at most one per method; else a scheduler address)."""
+    from prefect_dask import DaskTaskRunner
+
+    if choice == "dask":
+        workers = max(1, min(unit_executor.local_workers(), methods))
+        return DaskTaskRunner(
+            cluster_class="distributed.LocalCluster",
+            cluster_kwargs=unit_executor.local_cluster_kwargs(workers),
+        )
+    return DaskTaskRunner(
+        address=choice, client_kwargs={"timeout": unit_executor.CONNECT_TIMEOUT_S}
+    )
+
+
 @flow(name="reproduce-all")
-def reproduce_all(methods: list[str] | None = None, root: str | None = None) -> dict:
+def reproduce_all(
+    methods: list[str] | None = None, root: str | None = None, executor: str | None = None
+) -> dict:
     project = _root(root)
     configured = config.load(project / "params.yaml")
     chosen = list(methods or configured.slugs)
     for slug in chosen:
         configured.method(slug)  # unknown or not configured: named before any compute
+    choice = unit_executor.choice(executor)  # a bad value is named before any compute
     run_id = str(flow_run.id)
-    chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
+    if choice == "local" or len(chosen) < 2:  # one after another (units: on `choice`)
+        with _environ(**{unit_executor.ENV: choice}):
+            chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
+    else:
+        get_run_logger().info("%d methods concurrently on %s", len(chosen), choice)
+        concurrent = reproduce_methods.with_options(task_runner=task_runner(choice, len(chosen)))
+        chains = concurrent(chosen, str(project))
     with _environ(**{tracking.FLOW_RUN_ENV: run_id}):
         shared = [stage_task(name, str(project)) for name in dvcstate.shared(project)]
     published = publish_claims(str(project))
@@ -97,6 +171,7 @@ def reproduce_all(methods: list[str] | None = None, root: str | None = None) -> 
         "flow_run_id": run_id,
         "root": str(project),
         "methods": chosen,
+        "executor": choice,
         "stages": [*(r for rs in chains.values() for r in rs), *shared],
         "artifacts": published,
     }

@@ -8,7 +8,10 @@ Two deployments, each on a cron schedule and runnable by hand
 
 - ``reproduce-all/nightly`` (``REPROLAB_NIGHTLY_CRON``, default 03:00 UTC) brings the
   project this is served from up to date (``dvc repro`` as Prefect tasks) and republishes
-  the claims report;
+  the claims report; its ``executor`` parameter (default: ``REPROLAB_EXECUTOR`` of the
+  serving process, else ``local``) runs methods one after another (``local``) or
+  concurrently on Dask (``dask``, ``tcp://scheduler:8786``), e.g.
+  ``prefect deployment run reproduce-all/nightly -p executor=dask``;
 - ``reverify/nightly`` (``REPROLAB_REVERIFY_CRON``, default 04:00 UTC) reruns the pipeline
   in a scratch copy at the ``profile`` parameter (default ``smoke``) and fails when a
   verdict differs from the last re-verification's (``flows/reverify.py``).
@@ -41,7 +44,11 @@ def nightly_deployment(root: str | None = None):
         name="nightly",
         cron=nightly_cron(),
         parameters={"root": str(root or project_root())},
-        description="Re-run the whole reprolab pipeline and republish the claims report",
+        description=(
+            "Re-run the whole reprolab pipeline and republish the claims report; "
+            "executor: local (methods one after another), dask or tcp://scheduler:8786 "
+            "(methods concurrently on Dask)"
+        ),
         tags=["reprolab", "nightly"],
     )
 

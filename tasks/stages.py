@@ -4,6 +4,13 @@ A stage DVC reports as up to date is skipped; a stage that ran is committed to D
 (`dvc commit -f <stage>`), so `dvc status` agrees and `dvc repro` after a Prefect run
 has nothing to do. DVC is the cache: Prefect caches nothing and persists no results.
 
+A stage task may run in the flow's process or on a Dask worker (``reproduce_all`` with a
+Dask executor runs methods concurrently). Everything it needs from the flow's process
+(the MLflow store and chain run, the flow-run id) comes as ``env``, set for the stage
+and restored after it, so a long-lived worker serves any project. Its DVC calls (status
+before, commit after) wait for DVC's repository lock: stages of different methods
+compute at the same time, and DVC records them one at a time.
+
 No retries on stages: a stage failure is deterministic (bad input, a bug) and retrying
 would only repeat it. Publishing the artifacts talks to the Prefect API, which can fail
 transiently, so that task retries.
@@ -11,7 +18,10 @@ transiently, so that task retries.
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -34,6 +44,21 @@ CLAIM_COLUMNS = [
 ]
 
 
+@contextmanager
+def environ(**values: str) -> Iterator[None]:
+    """Set environment variables for the stages run in this process; restore after."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 @task(
     name="stage",
     task_run_name="{name}",
@@ -41,8 +66,14 @@ CLAIM_COLUMNS = [
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def stage_task(name: str, root: str) -> dict:
-    """Run the DVC stage ``name`` (e.g. ``train@ensloss``, ``report``) unless up to date."""
+def stage_task(name: str, root: str, env: dict[str, str] | None = None) -> dict:
+    """Run the DVC stage ``name`` (e.g. ``train@ensloss``, ``report``) unless up to date,
+    with the environment variables ``env`` set while it runs."""
+    with environ(**(env or {})):
+        return _stage(name, root)
+
+
+def _stage(name: str, root: str) -> dict:
     logger = get_run_logger()
     project = Path(root)
     changes = dvcstate.status(project, name)

@@ -5,6 +5,9 @@ once), skip a stage DVC reports as up to date, and after running a stage in-proc
 record it with `dvc commit`, so `dvc status` agrees afterwards and nothing is computed
 twice. Nothing here needs a Prefect server, and DVC stage commands never need Prefect.
 DVC resolves stage names against the working directory, so each call runs in ``root``.
+Each call waits for DVC's repository lock (as ``dvc --wait-for-lock`` does) instead of
+failing when another process holds it: flows that run methods concurrently record their
+stages one at a time, and dvc.lock is only ever written by the holder of the lock.
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+
+
+def _repo(root: Path):
+    from dvc.repo import Repo
+
+    return Repo(str(root), _wait_for_lock=True)
 
 
 def stage_name(stage: str, slug: str | None) -> str:
@@ -29,9 +38,9 @@ def split_name(name: str) -> tuple[str, str | None]:
 def stages(root: Path) -> list[str]:
     """Every stage of dvc.yaml, upstream before downstream (ties broken by name)."""
     import networkx as nx
-    from dvc.repo import Repo
+    from dvc.repo import lock_repo
 
-    with contextlib.chdir(root), Repo(str(root)) as repo:
+    with contextlib.chdir(root), _repo(root) as repo, lock_repo(repo):
         # DVC's graph has an edge from each stage to the stages producing its deps.
         upstream_first = repo.index.graph.reverse(copy=True)
         order = nx.lexicographical_topological_sort(upstream_first, key=lambda s: s.addressing)
@@ -59,9 +68,7 @@ def shared(root: Path) -> list[str]:
 
 def status(root: Path, name: str) -> dict:
     """`dvc status <name>`: empty when the stage is up to date."""
-    from dvc.repo import Repo
-
-    with contextlib.chdir(root), Repo(str(root)) as repo:
+    with contextlib.chdir(root), _repo(root) as repo:
         return repo.status(targets=[name])
 
 
@@ -89,9 +96,7 @@ def commit(root: Path, name: str) -> None:
     ``force`` because the stage is new or changed by definition (it just ran); without
     it DVC would ask for confirmation.
     """
-    from dvc.repo import Repo
-
-    with contextlib.chdir(root), Repo(str(root)) as repo:
+    with contextlib.chdir(root), _repo(root) as repo:
         repo.commit(name, force=True)
     left = status(root, name)
     if left:

@@ -7,6 +7,11 @@
 - ``tcp://host:port`` (or any Dask address): an existing Dask scheduler, e.g. a cluster
   whose workers see the same project folder (a shared filesystem) and environment.
 
+The same setting chooses how Prefect's ``reproduce-all`` runs methods (one after another,
+or concurrently through prefect-dask's task runner on a local cluster or the scheduler;
+the deployment also takes it as a parameter): :func:`local_cluster_kwargs` is the one
+description of a local cluster for both.
+
 It is an environment setting, not a param: where units run does not change what they
 compute (a test compares the checkpoints), so it must not change DVC's view of a stage.
 The stage process still gathers the results and writes every output (checkpoints, MLflow
@@ -32,8 +37,11 @@ class ExecutorError(RuntimeError):
     """The executor named by REPROLAB_EXECUTOR cannot be used (named, with the fix)."""
 
 
-def choice() -> str:
-    value = os.environ.get(ENV, "local").strip() or "local"
+def choice(value: str | None = None) -> str:
+    """``value`` (default: ``REPROLAB_EXECUTOR``, else ``local``), checked."""
+    if value is None:
+        value = os.environ.get(ENV, "local")
+    value = value.strip() or "local"
     if value in ("local", "dask") or "://" in value:
         return value
     raise ExecutorError(
@@ -44,6 +52,23 @@ def choice() -> str:
 
 def is_local() -> bool:
     return choice() == "local"
+
+
+def local_workers() -> int:
+    """Worker processes of a local cluster: ``REPROLAB_DASK_WORKERS``, else one per core."""
+    return int(os.environ.get(WORKERS_ENV) or os.cpu_count() or 1)
+
+
+def local_cluster_kwargs(workers: int) -> dict[str, Any]:
+    """``distributed.LocalCluster`` arguments: ``workers`` single-threaded processes, in
+    which torch uses one core (results do not depend on the thread count)."""
+    return {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+        "env": {"REPROLAB_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    }
 
 
 @contextmanager
@@ -58,15 +83,8 @@ def dask_client() -> Iterator[Any]:
     except ImportError as exc:  # pragma: no cover - it is in requirements.lock
         raise ExecutorError(f"{ENV}={value}: dask.distributed is not installed ({exc})") from exc
     if value == "dask":
-        workers = int(os.environ.get(WORKERS_ENV, os.cpu_count() or 1))
         # one thread per worker process: torch inside each unit then uses one core
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            env={"REPROLAB_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-        )
+        cluster = LocalCluster(**local_cluster_kwargs(local_workers()))
         client = Client(cluster)
         try:
             yield client
