@@ -3,13 +3,16 @@
 The stages set torch's intra-op threads from ``REPROLAB_THREADS`` (default: every
 core), so the same params on a 2-core laptop and a 64-core server must give the same
 numbers. One unit of a network method (EnsLoss, the method variant, at its tiny test
-config) is trained, restored and evaluated, at full precision and with each of its
-quantization schemes, through the method's hooks, once with 1 thread and once with 2,
-each in a fresh process (torch's thread pool is per process). Everything must match
-exactly: metrics, the per-epoch history and the trained weights bit for bit (no
-tolerance: every kernel on this path gave identical bits, also when checked by hand with
-``run_unit(..., {"hidden": 512, "max_rows": 0, "batch_size": 256, "epochs": 2})``,
-a 64x512x512 network trained on a whole digit pair).
+config: the first unit is its CNN setting's, so convolutions are on the path) is
+trained, restored and evaluated, at full precision and with each of its quantization
+schemes (Bit-DGDM's decomposition included), through the method's hooks, once with 1
+thread and once with 2, each in a fresh process (torch's thread pool is per process).
+Metrics must match exactly. The weights and the per-epoch history match within 1e-6,
+the tolerance allowed where a kernel is not deterministic: the convolution's backward
+reduces in a thread-dependent order (measured: 2e-10 on the weights after training);
+without convolutions (the MLP setting) every kernel gives identical bits, and
+``test_bitdgdm_decomposition_does_not_depend_on_the_thread_count`` checks the one
+quantizer that did not (its SVD now runs on one thread).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.conftest import ROOT, tool_env
@@ -135,7 +139,30 @@ def test_one_and_two_threads_give_identical_results(tmp_path: Path):
     assert one["unit"] == two["unit"]
     assert one["metrics"].keys() == two["metrics"].keys() and len(one["metrics"]) >= 2
     assert one["metrics"] == two["metrics"]  # exact: fp32 and every quantization scheme
-    assert one["history"] == two["history"]  # per-epoch losses and accuracies, exact
+    assert len(one["history"]) == len(two["history"])  # per-epoch values
+    for h1, h2 in zip(one["history"], two["history"], strict=True):
+        assert h1 == pytest.approx(h2, abs=1e-6)
     assert one["state"].keys() == two["state"].keys()
     for name, tensor in one["state"].items():
-        assert torch.equal(tensor, two["state"][name]), name  # weights, bit for bit
+        torch.testing.assert_close(tensor, two["state"][name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_bitdgdm_decomposition_does_not_depend_on_the_thread_count():
+    """The low-rank + sparse split behind Bit-DGDM's weights: identical at 1 and 2 torch
+    threads (a multi-threaded SVD moved it by up to 1e-3 through the top-k selection)."""
+    import torch
+
+    from reprolab.core.quant import decompose
+
+    before = torch.get_num_threads()
+    w = torch.randn(256, 128, generator=torch.Generator().manual_seed(0))
+    try:
+        torch.set_num_threads(1)
+        one = decompose(w, 8, 0.01)
+        torch.set_num_threads(2)
+        two = decompose(w, 8, 0.01)
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(one, two, strict=True):
+        assert torch.equal(a, b)
+    assert torch.get_num_threads() == before

@@ -62,6 +62,7 @@ import torch
 from torch import nn
 
 from reprolab.core.schemes import SCHEMES, Scheme, UnknownSchemeError, check_scheme, parse
+from reprolab.core.threads import torch_threads
 
 __all__ = [
     "SCHEMES",
@@ -130,7 +131,19 @@ def decompose(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Low-rank plus sparse split ``w ~ L R^T + S`` by alternating projections (robust-PCA
     style): ``L R^T`` is the best rank-``rank`` fit of ``w - S``; ``S`` keeps the
-    ``sparsity`` share of entries of ``w - L R^T`` with the largest magnitude."""
+    ``sparsity`` share of entries of ``w - L R^T`` with the largest magnitude.
+
+    Runs on one torch thread whatever the stage's setting: a multi-threaded SVD differs
+    in its last bits, the top-k selection then picks other entries and the split moves
+    by up to 1e-3, so the quantized weights (and dvc.lock) would depend on the thread
+    count. The matrices are layer-sized, where one thread costs little."""
+    with torch_threads(1):
+        return _decompose(w, rank, sparsity, iters)
+
+
+def _decompose(
+    w: torch.Tensor, rank: int, sparsity: float, iters: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     w = w.detach().to(torch.float32)
     m, n = w.shape
     rank = max(0, min(rank, m, n))
