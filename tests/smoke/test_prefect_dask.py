@@ -4,9 +4,9 @@ On a copy of the reproduced project (EnsLoss and dp_noise, tests/conftest.py) ev
 output of both methods' stages is deleted; the flow then runs with ``executor="dask"``
 (prefect-dask's task runner on a local cluster of 2 single-threaded workers): both
 methods' chains run at the same time, each stage is committed under DVC's repository
-lock. Afterwards `dvc status` is clean and dvc.lock holds the hashes `dvc repro` wrote,
-except where a stage's output depends on the torch thread count (THREAD_DEPENDENT
-below; the workers use one thread).
+lock. Afterwards `dvc status` is clean and dvc.lock holds exactly the hashes `dvc repro`
+wrote (the workers run torch on one thread, `dvc repro` on every core: results do not
+depend on the thread count).
 """
 
 from __future__ import annotations
@@ -48,14 +48,6 @@ print("RESULT " + json.dumps({
     ],
 }))
 """
-
-
-# The Dask workers run torch on one thread, `dvc repro` here on every core. EnsLoss's
-# Bit-DGDM quantized weights differ in their last bits between 1 and 2 torch threads
-# (the other schemes, the checkpoints and dp_noise do not), so its quantize stage and
-# what reads it may hash differently from the `dvc repro` of the fixture; for those
-# the test checks consistency (`dvc status` clean), for every other stage equality.
-THREAD_DEPENDENT = {"quantize@ensloss", "evaluate@ensloss", "report"}
 
 
 def method_stages(lock: dict, slug: str) -> list[str]:
@@ -113,9 +105,7 @@ def test_methods_run_concurrently_on_dask_and_dvc_lock_is_exact(reproduced: Path
     differ = {
         n for n in lock_before["stages"] if lock_after["stages"][n] != lock_before["stages"][n]
     }
-    assert differ <= THREAD_DEPENDENT, {
-        n: (lock_before["stages"][n], lock_after["stages"][n]) for n in differ
-    }
+    assert not differ, {n: (lock_before["stages"][n], lock_after["stages"][n]) for n in differ}
     for slug in methods:
         assert json.loads((root / "data" / "eval" / slug / "metrics.json").read_text())
 
