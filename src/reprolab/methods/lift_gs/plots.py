@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
+from reprolab.core.plots import curves_figure, grouped_bars, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
 from reprolab.methods.lift_gs.method import FINETUNE  # noqa: E402
 
@@ -46,23 +46,14 @@ def _err(values) -> tuple[float, float]:
 def miou_by_variant(table: pd.DataFrame, path: Path, scenes: str = "procedural") -> Path:
     rows = _full(table[table.precision == "fp32"], scenes)
     variants = [v for v in ("render", "unproj", "sup3d") if v in set(rows.variant)]
-    width = 0.8 / max(len(variants), 1)
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    for j, variant in enumerate(variants):
-        stats = [
+    series = {
+        variant: [
             _err(rows[(rows.variant == variant) & (rows.metric == m)].value) for m, _ in SUBSETS
         ]
-        ax.bar(
-            np.arange(len(SUBSETS)) + j * width,
-            [s[0] for s in stats],
-            width,
-            yerr=[s[1] for s in stats],
-            capsize=2,
-            label=variant,
-        )
-    ax.set_xticks(
-        np.arange(len(SUBSETS)) + width * (len(variants) - 1) / 2, [s for _, s in SUBSETS]
-    )
+        for variant in variants
+    }
+    grouped_bars(ax, [s for _, s in SUBSETS], series)
     ax.set_ylabel("held-out 3D IoU (mean, 95% CI over seeds)")
     ax.set_ylim(0, 1)
     ax.set_title(f"3D instance IoU by training signal ({scenes} scenes)")
