@@ -25,7 +25,85 @@ TINY_ENSLOSS = {
 }
 
 
+# One preloaded stage worker (src/reprolab/worker.py) per pytest process, shared by every
+# project copy through REPROLAB_WORKER_SOCKET: the copies' stage processes then skip
+# ~3 s of imports each (a two-method tiny `dvc repro` takes 42 s instead of 75 s). It is
+# started on first use and stopped when the session ends. Tests of the in-process path
+# pass REPROLAB_WORKER=off; tests of the worker itself pass OWN_WORKER (their own
+# project's socket). REPROLAB_TEST_WORKER=off runs the whole suite without it.
+SOCKET_ENV = "REPROLAB_WORKER_SOCKET"
+OWN_WORKER = {SOCKET_ENV: ""}
+_shared_worker: dict[str, Path] = {}
+
+
+def shared_worker_socket() -> str | None:
+    """The shared worker's socket, starting the worker if this process has none yet;
+    None when it is turned off or cannot start (stages then run in-process)."""
+    if os.environ.get("REPROLAB_TEST_WORKER", "on").lower() in ("off", "0", "no", "false"):
+        return None
+    if "root" not in _shared_worker:
+        import tempfile
+
+        # a minimal project root: the worker's lock, pid file and log live there
+        root = Path(tempfile.mkdtemp(prefix="reprolab-test-worker-"))
+        (root / "params.yaml").write_text("{}\n")
+        (root / "dvc.yaml").write_text("stages: {}\n")
+        _shared_worker["root"] = root
+        _shared_worker["socket"] = root / "w.sock"
+        env = _base_env()
+        env[SOCKET_ENV] = str(root / "w.sock")
+        proc = subprocess.run(
+            [sys.executable, "-m", "reprolab", "worker", "start", "--idle", "3600"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        _shared_worker["ok"] = proc.returncode == 0
+        if not _shared_worker["ok"]:
+            print(f"shared stage worker did not start ({proc.stderr[-2000:]})", file=sys.stderr)
+    return str(_shared_worker["socket"]) if _shared_worker["ok"] else None
+
+
+def stop_shared_worker() -> None:
+    root = _shared_worker.pop("root", None)
+    if root is None:
+        return
+    env = _base_env()
+    env[SOCKET_ENV] = str(_shared_worker.pop("socket"))
+    subprocess.run(
+        [sys.executable, "-m", "reprolab", "worker", "stop"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_stage_worker():
+    """Stops this process's shared stage worker at the end of the session."""
+    yield
+    stop_shared_worker()
+
+
 def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a tool the tests start (DVC, Prefect, MLflow, a stage): telemetry
+    off, no inherited project root or tracking URI, the shared stage worker's socket
+    (see above) unless ``extra`` names another or turns the worker off."""
+    extra = extra or {}
+    env = _base_env()
+    if SOCKET_ENV not in extra and extra.get("REPROLAB_WORKER", "on") != "off":
+        shared = shared_worker_socket()
+        if shared:
+            env[SOCKET_ENV] = shared
+    env.update(extra)
+    return env
+
+
+def _base_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.update(
@@ -39,7 +117,7 @@ def tool_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     )
     env.pop("REPROLAB_ROOT", None)
     env.pop("MLFLOW_TRACKING_URI", None)
-    env.update(extra or {})
+    env.pop(SOCKET_ENV, None)
     return env
 
 
@@ -116,6 +194,27 @@ def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "project")
 
 
+#: in the reproduced copy: how its stages ran, "worker" or "in-process"
+BUILT_BY = Path(".reprolab") / "test-built-by"
+
+
+def _worker_requests() -> int:
+    """Requests the shared stage worker has served so far (0 without one)."""
+    from reprolab import worker
+
+    sock = shared_worker_socket()
+    reply = worker._request(sock, {"op": "ping"}) if sock else None
+    return int(reply["requests"]) if reply else 0
+
+
+def _build_reproduced(root: Path) -> None:
+    copy_project(root, methods=PIPELINE_METHODS)
+    before = _worker_requests()
+    run(["dvc", "repro"], root)
+    (root / BUILT_BY).parent.mkdir(exist_ok=True)
+    (root / BUILT_BY).write_text("worker" if _worker_requests() > before else "in-process")
+
+
 @pytest.fixture(scope="session")
 def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny copy of PIPELINE_METHODS on which `dvc repro` has run once (shared by
@@ -126,8 +225,7 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reuses it: the pipeline behind it runs once per test run, not once per worker."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         root = tmp_path_factory.mktemp("reproduced") / "project"
-        copy_project(root, methods=PIPELINE_METHODS)
-        run(["dvc", "repro"], root)
+        _build_reproduced(root)
         return root
     from filelock import FileLock
 
@@ -136,7 +234,6 @@ def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with FileLock(str(shared) + ".lock"):
         if not done.is_file():
             shutil.rmtree(shared, ignore_errors=True)  # what a failed attempt left
-            copy_project(root, methods=PIPELINE_METHODS)
-            run(["dvc", "repro"], root)
+            _build_reproduced(root)
             done.write_text("ok")
     return root

@@ -52,6 +52,11 @@ stage gains nothing from paying the preload. ``REPROLAB_WORKER=auto`` opts into
 auto-start (the first stage that finds no worker spawns one, detached, and runs
 in-process itself; a file lock keeps it to one worker per project);
 ``REPROLAB_WORKER=off`` never uses a worker.
+
+``REPROLAB_WORKER_SOCKET=<path>`` replaces the project's socket, for the server and its
+clients alike: one worker then serves every checkout of the project that runs the same
+interpreter (the test suite's many throw-away copies share one this way). The worker's
+lock, pid file and log stay in the project it was started from.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ import time
 
 MODE_ENV = "REPROLAB_WORKER"  # "on" (default: use a running worker), "auto", "off"
 IDLE_ENV = "REPROLAB_WORKER_IDLE"  # seconds without a request before the worker exits
+SOCKET_ENV = "REPROLAB_WORKER_SOCKET"  # a socket path replacing the project's
 PRELOAD_ENV = "REPROLAB_WORKER_PRELOAD"  # comma-separated modules replacing PRELOAD (tests)
 DEFAULT_IDLE_S = 600.0
 STATE_DIR = ".reprolab"
@@ -145,7 +151,11 @@ def find_root(start: str | None = None) -> str | None:
 
 def socket_path(root: str) -> str:
     """``<root>/.reprolab/worker.sock``; a Unix socket path must fit in 107 bytes, so a
-    deep project gets one under the temp folder, named by a hash of its root."""
+    deep project gets one under the temp folder, named by a hash of its root.
+    ``REPROLAB_WORKER_SOCKET``, when set, replaces it (a worker shared by checkouts)."""
+    shared = os.environ.get(SOCKET_ENV, "").strip()
+    if shared:
+        return shared
     path = os.path.join(root, STATE_DIR, SOCKET_NAME)
     if len(path.encode()) <= 100:
         return path

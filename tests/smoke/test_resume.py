@@ -50,7 +50,7 @@ def _kill_mid_training(root: Path) -> tuple[set[str], str, int]:
         proc = subprocess.Popen(
             ["dvc", "repro", "train@ensloss"],
             cwd=root,
-            env=tool_env(),
+            env=tool_env({"REPROLAB_WORKER": "off"}),  # a real SIGKILL of the stage
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

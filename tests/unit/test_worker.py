@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from reprolab import worker
-from tests.conftest import ROOT, copy_project, tool_env
+from tests.conftest import OWN_WORKER, ROOT, copy_project, tool_env
 
 HOOK = """
 import os, time
@@ -60,6 +60,7 @@ def mini(tmp_path: Path) -> Path:
 def env_for(root: Path, **extra: str) -> dict[str, str]:
     return tool_env(
         {
+            **OWN_WORKER,  # each test starts its project's own worker
             "PYTHONPATH": str(root.parent / "hook"),
             "REPROLAB_WORKER_PRELOAD": "yaml",
             "REPROLAB_WORKER_IDLE": "120",
@@ -288,7 +289,7 @@ def test_stage_outputs_identical_through_the_worker(tmp_path: Path) -> None:
     (byte for byte, except that a checkpoint is compared by content: torch.save writes
     a random serialization id into every file, in-process too)."""
     project = copy_project(tmp_path / "project")
-    env = {"REPROLAB_THREADS": "1"}
+    env = {**OWN_WORKER, "REPROLAB_THREADS": "1"}
     start = subprocess.run(
         [sys.executable, "-m", "reprolab", "worker", "start"],
         cwd=project,
@@ -336,7 +337,7 @@ def test_stage_outputs_identical_through_the_worker(tmp_path: Path) -> None:
         subprocess.run(
             [sys.executable, "-m", "reprolab", "worker", "stop"],
             cwd=project,
-            env=tool_env(),
+            env=tool_env(OWN_WORKER),
             capture_output=True,
             timeout=60,
         )
