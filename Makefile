@@ -49,6 +49,8 @@ test: venv
 	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
 
 test-slow: venv
+	bash scripts/system_deps.sh
+	bash scripts/system_deps.sh --browser
 	$(BIN)/python -m pytest -m slow -q --durations=15
 
 bench: venv

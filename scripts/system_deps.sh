@@ -4,7 +4,9 @@
 # - postgresql: the MLflow-on-PostgreSQL test, `make mlflow-server` (required: exits 1);
 # - with --paper (what `make paper` runs) only dataset-fashion-mnist: Fashion-MNIST
 #   for the paper profile, read from /usr/share/datasets/fashion-mnist/ (optional: a
-#   warning; `make data` fetches it without root). The tests do not need it.
+#   warning; `make data` fetches it without root). The tests do not need it;
+# - with --browser (what `make test-slow` runs) only chromium: the headless browser that
+#   screenshots the claims report and the MLflow UI (required there: exits 1).
 set -euo pipefail
 
 have_postgres() {
@@ -31,6 +33,13 @@ apt_install() {
 if [ "${1:-}" = "--paper" ]; then
   if ! have_fashion_mnist && ! apt_install dataset-fashion-mnist "the paper profile's Fashion-MNIST"; then
     echo "warning: Fashion-MNIST (paper profile) is missing: install it (Debian: sudo apt-get install -y dataset-fashion-mnist), or run \`make data\` without root" >&2
+  fi
+  exit 0
+fi
+if [ "${1:-}" = "--browser" ]; then
+  if ! command -v chromium >/dev/null 2>&1 && ! apt_install chromium "the headless-browser tests"; then
+    echo "chromium is missing: install it (Debian: sudo apt-get install -y chromium)" >&2
+    exit 1
   fi
   exit 0
 fi

@@ -1,0 +1,127 @@
+"""What a reader sees, in a real headless browser (Debian's chromium): the claims report
+and the MLflow runs table of the reproduced tiny project.
+
+Screenshots go to ``test-artifacts/`` (``REPROLAB_TEST_ARTIFACTS`` overrides) for a person
+to look at; the assertions read the DOM chromium rendered:
+
+- claims.html: the per-method summary table comes before the claims table, the verdict
+  legend is there, every figure is inline (a data: URI or a file next to the report) and
+  nothing is fetched from the network (the browser runs with every host unresolvable);
+- the MLflow UI at the report's link for a method (``core.tracking.runs_view_url``): the
+  runs table of model training, not MLflow 3's GenAI overview, with a column per claim's
+  fp32 verdict and the verdict values in it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BIN, ROOT, tool_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
+
+ARTIFACTS = Path(os.environ.get("REPROLAB_TEST_ARTIFACTS", ROOT / "test-artifacts"))
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("no chromium: `bash scripts/system_deps.sh --browser` installs Debian's")
+
+
+def browse(url: str, shot: Path, size: str = "1600,1200", wait_ms: int = 0) -> str:
+    """Render ``url``; write a screenshot to ``shot``; return the rendered DOM."""
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    common = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--window-size={size}",
+        # nothing outside the machine: a fetch from any other host fails
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+    ]
+    if wait_ms:
+        common.append(f"--virtual-time-budget={wait_ms}")
+    subprocess.run([*common, f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert shot.is_file() and dom.stdout, dom.stderr[-2000:]
+    return dom.stdout
+
+
+def not_blank(png: Path) -> None:
+    from PIL import Image, ImageStat
+
+    stat = ImageStat.Stat(Image.open(png).convert("L"))
+    assert stat.stddev[0] > 10, f"{png} looks blank (grey-level stddev {stat.stddev[0]:.1f})"
+
+
+def test_claims_report_in_a_browser(reproduced):
+    report = reproduced / "data" / "reports" / "claims.html"
+    html = report.read_text()
+    srcs = re.findall(r"""\bsrc=["']([^"']+)["']""", html)
+    assert srcs, "the report shows no figure"
+    for src in srcs:  # inline, or a file shipped next to the report
+        assert src.startswith("data:image/") or (report.parent / src).is_file(), src
+    assert not re.search(r"""\b(?:src|href)=["'](?:https?:)?//(?!127\.0\.0\.1|localhost)""", html)
+
+    dom = browse(report.as_uri(), ARTIFACTS / "claims-report.png", "1400,2200")
+    not_blank(ARTIFACTS / "claims-report.png")
+    summary, claims = dom.find("Summary"), dom.find(">Claims<")
+    assert 0 <= summary < claims, "the summary table must come first"
+    for method in ("ensloss", "dp_noise"):
+        assert re.search(rf">{method}</a>", dom[summary:claims]), method
+    for verdict in ("reproduced", "not_reproduced", "inconclusive"):
+        assert verdict in dom[:claims]  # the legend says what each verdict means
+
+
+def test_mlflow_ui_opens_the_runs_table_with_verdict_columns(reproduced, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    from reprolab.core import tracking
+    from tests.smoke.test_prefect import free_port, start, stop
+
+    store = tmp_path / "mlflow.db"  # the UI may migrate the store: a copy, not the fixture's
+    shutil.copy(reproduced / ".mlflow" / "mlflow.db", store)
+    client = MlflowClient(tracking_uri=f"sqlite:///{store}")
+    exp = client.get_experiment_by_name("ensloss")
+    port = free_port()
+    log = tmp_path / "ui.log"
+    ui = start(
+        [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{store}"]
+        + ["--host", "127.0.0.1", "--port", str(port)],
+        tmp_path,
+        tool_env(),
+        log,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert ui.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        url = f"{base}/{tracking.runs_view_url(exp.experiment_id)}"
+        dom = browse(url, ARTIFACTS / "mlflow-runs.png", "2400,900", wait_ms=20000)
+    finally:
+        stop(ui)
+    not_blank(ARTIFACTS / "mlflow-runs.png")
+    assert ">Runs<" in dom, "the runs table is not what opened"
+    assert "verdict.vs_bce" in dom, "no verdict column"
+    assert re.search(r">(reproduced|not_reproduced|inconclusive)<", dom), "no verdict values"
