@@ -108,9 +108,11 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
 def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):
     client = MlflowClient(tracking_uri=f"sqlite:///{reproduced}/.mlflow/mlflow.db")
     exp = client.get_experiment_by_name("ensloss")
-    # the shared runs-table view the report links to: one column per claim's fp32 verdict
+    # the shared runs-table view the report links to: one column per claim's headline
+    # verdict (ensloss's claims are ordinary ones, read at fp32)
     view = json.loads(exp.tags["mlflow.sharedViewState.reprolab"])
     claims = json.loads((reproduced / "data/eval/ensloss/claims.json").read_text())
+    assert {c["precision"] for c in claims if c["headline"]} == {"fp32"}
     assert {f"tags.`verdict.{c['id']}.fp32`" for c in claims} <= set(view["selectedColumns"])
     runs = client.search_runs([exp.experiment_id], max_results=1000)
     chains = [r for r in runs if r.data.tags.get("reprolab.kind") == "chain"]

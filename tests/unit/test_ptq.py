@@ -234,6 +234,30 @@ def test_precision_gap_claim_is_evaluated_once_across_precisions():
         missing["verdict"] == "inconclusive" and "not quantized" in missing["measured"]["summary"]
     )
 
+    assert good["headline"] and claim.about_a_scheme
+
+
+def test_a_claim_that_names_its_scheme_gets_one_verdict_there():
+    from reprolab.core.claims import Threshold
+
+    check = Threshold(variant="digress", bound=0.85, higher_is_better=True)
+    claim = Claim("small", "s", "p", "QM9", "validity", check, precision="bitdgdm_w4a4")
+    assert claim.precisions_to_evaluate(["fp32", "rtn_w4a4", "bitdgdm_w4a4"]) == ["bitdgdm_w4a4"]
+    at = claim.evaluate(_table(0.01, 0.2), "bitdgdm_w4a4", "paper")
+    # 0.89 - jitter over five seeds: above the 0.85 bound, read at the named scheme only
+    assert at["verdict"] == "reproduced" and at["headline"]
+    assert at["measured"]["value"] == pytest.approx(0.888, abs=0.001)
+    gone = claim.evaluate(
+        _table(0.01, 0.2).query("precision != 'bitdgdm_w4a4'"), "bitdgdm_w4a4", "p"
+    )
+    assert gone["verdict"] == "inconclusive"
+    assert "bitdgdm_w4a4 were not quantized" in gone["measured"]["summary"]
+    # an ordinary claim: a verdict at every precision, the headline one at fp32
+    plain = Claim("plain", "s", "p", "QM9", "validity", check)
+    assert plain.precisions_to_evaluate(["fp32", "rtn_w4a4"]) == ["fp32", "rtn_w4a4"]
+    assert plain.evaluate(_table(0.01, 0.2), "fp32", "paper")["headline"]
+    assert not plain.evaluate(_table(0.01, 0.2), "rtn_w4a4", "paper")["headline"]
+
 
 def test_multihead_attention_keeps_working_after_quantization():
     torch.manual_seed(0)

@@ -584,6 +584,9 @@ class Claim:
     metric: str
     check: Check
     paper_effect: float | None = None
+    #: the quantization scheme the claim is about (e.g. "bitdgdm_w4a4" for a memory
+    #: claim): its verdict is read there only, not at every precision
+    precision: str | None = None
 
     @property
     def cross_precision(self) -> bool:
@@ -592,10 +595,18 @@ class Claim:
 
     def precisions_to_evaluate(self, precisions: Sequence[str]) -> list[str]:
         """The precisions this claim gets a verdict at: every one for an ordinary claim;
-        the scheme it is about for a cross-precision claim."""
+        the scheme it is about for a cross-precision claim or one that names its scheme."""
         if self.cross_precision:
             return [self.check.precisions()[0]]
+        if self.precision is not None:
+            return [self.precision]
         return list(precisions)
+
+    @property
+    def about_a_scheme(self) -> bool:
+        """Whether the claim's one verdict is read at a quantization scheme (then that is
+        its headline verdict; an ordinary claim's headline verdict is the one at fp32)."""
+        return self.cross_precision or self.precision is not None
 
     def evaluate(self, table: pd.DataFrame, precision: str, profile: str) -> dict[str, Any]:
         if self.cross_precision:
@@ -603,15 +614,15 @@ class Claim:
             absent = sorted(set(self.check.precisions()) - set(table.precision))
         else:
             rows = table[table.precision == precision]
-            absent = []
+            absent = [precision] if self.precision is not None and rows.empty else []
         missing = sorted(set(self.check.variants()) - set(rows.variant))
         if missing or absent:  # e.g. a baseline or a scheme left out in params.yaml
             verdict = "inconclusive"
             nan = float("nan")
             what = (
-                f"variant(s) {', '.join(missing)} were not trained"
-                if missing
-                else f"precision(s) {', '.join(absent)} were not quantized"
+                f"precision(s) {', '.join(absent)} were not quantized"
+                if absent
+                else f"variant(s) {', '.join(missing)} were not trained"
             )
             measured = {
                 "value": nan,
@@ -632,6 +643,7 @@ class Claim:
             "measured": measured,
             "verdict": verdict,
             "profile": profile,
+            "headline": self.about_a_scheme or precision == "fp32",
             "level": "smoke-level (machinery check, not evidence)"
             if profile == "smoke"
             else "paper profile",

@@ -3,7 +3,7 @@
 Outputs in data/eval/<slug>/ (DVC-versioned; identical when nothing changed):
 - metrics.csv   long table: task, variant, seed, <unit parameters>, precision, metric,
                 value (wall-clock measurements excluded, see below)
-- headline.json what `dvc metrics show` prints: fp32 verdict counts, the headline metric
+- headline.json what `dvc metrics show` prints: headline verdict counts, the headline metric
 - metrics.json  summary: per variant and precision, mean metrics;
                 size, coverage and layer error per precision; verdict counts
 - claims.json   one entry per claim and precision: paper's number, measured value with
@@ -236,7 +236,7 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
     for c in claims:
         verdicts.setdefault(c["precision"], {})[c["id"]] = c["verdict"]
     counts = {
-        v: sum(c["verdict"] == v for c in claims if c["precision"] == "fp32")
+        v: sum(c["verdict"] == v for c in claims if c["headline"])
         for v in ("reproduced", "not_reproduced", "inconclusive")
     }
     quality = {}
@@ -260,7 +260,7 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
         "efficiency": efficiency,
         "quantized_minus_fp32": quality,
         "claims": verdicts,
-        "claim_counts_fp32": counts,
+        "claim_counts": counts,
         "headline_metric": ctx.spec.metrics[0] if ctx.spec.metrics else None,
     }
 
@@ -268,9 +268,9 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
 def headline(spec, summary: dict) -> dict:
     """What `dvc metrics show` prints for the method (one row per method, the same few
     columns for every method, so it fits a screen and diffs between experiments): the
-    fp32 verdict counts and the method variant's first headline metric at fp32 (named
+    headline verdict counts (see report.summarize) and the method variant's first headline metric at fp32 (named
     in metrics.json's ``headline_metric``; every other number lives in metrics.json)."""
-    out: dict = dict(summary["claim_counts_fp32"])
+    out: dict = dict(summary["claim_counts"])
     method = next((v.name for v in spec.variants if v.is_method), None)
     metric = spec.metrics[0] if spec.metrics else None
     value = summary["variants"].get(method, {}).get("fp32", {}).get(metric) if metric else None
@@ -314,9 +314,10 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
         tags[f"verdict.{c['id']}.{c['precision']}"] = c["verdict"]
     tracker.log_metrics(tracker.run_id, flat)
     tracker.set_tags(tracker.run_id, tags)
-    # the runs table opens on the fp32 verdicts of every claim, then the profile
-    fp32 = [("tags", f"verdict.{c['id']}.fp32") for c in claims if c["precision"] == "fp32"]
-    tracker.share_view([*fp32, ("tags", "reprolab.profile")])
+    # the runs table opens on each claim's headline verdict (at fp32, or at the scheme a
+    # quantization claim is about), then the profile
+    first = [("tags", f"verdict.{c['id']}.{c['precision']}") for c in claims if c["headline"]]
+    tracker.share_view([*first, ("tags", "reprolab.profile")])
     if tracker.parent_id:  # so the chain run can be sorted and filtered by verdict too
         tracker.set_tags(tracker.parent_id, tags)
         tracker.log_metrics(

@@ -44,6 +44,7 @@ CSV_EXTRA = [
     "rule",
     "flags",
     "detail",
+    "headline",
 ]
 EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed"]
 VERDICT_MEANING = {
@@ -87,11 +88,11 @@ def run(root: Path) -> dict:
     )
     # summary.json is versioned too: verdicts of claims on wall time are left out of it
     counts = (
-        stable[stable.precision == "fp32"].verdict.value_counts().to_dict() if len(table) else {}
+        stable[stable.headline.astype(bool)].verdict.value_counts().to_dict() if len(table) else {}
     )
     io.write_json(
         out / "summary.json",
-        {"profile": project.profile, "claims": len(table), "fp32_verdicts": counts},
+        {"profile": project.profile, "claims": len(table), "verdicts": counts},
     )
 
     tracker = open_tracker(root, "reprolab-report", "report", project.profile)
@@ -150,6 +151,7 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
                     m.get("rule", ""),
                     " ".join(m.get("flags", [])),
                     m.get("summary", ""),
+                    bool(c.get("headline", c["precision"] == "fp32")),
                     m.get("per_task", []),
                     ids.get("mlflow_run_id", ""),
                     ids.get("mlflow_experiment_id", ""),
@@ -346,13 +348,14 @@ def write_views(root: Path, slugs: list[str], out: Path) -> None:
 def summarize(
     root: Path, table: pd.DataFrame, profile: str, seeds: tuple[int, ...]
 ) -> pd.DataFrame:
-    """One row per method: the answer first (verdict counts at fp32, verdicts that
-    change under quantization, compute time)."""
+    """One row per method: the answer first (each claim's headline verdict counted once:
+    at fp32, or at the scheme a quantization claim is about; verdicts that change under
+    quantization; compute time)."""
     rows = []
     for slug in dict.fromkeys(table.method) if len(table) else []:
         claims = table[table.method == slug]
-        fp32 = claims[claims.precision == "fp32"]
-        by_id = fp32.set_index("claim").verdict.to_dict()
+        first = claims[claims.headline.astype(bool)]
+        by_id = first[first.precision == "fp32"].set_index("claim").verdict.to_dict()
         flips: dict[tuple[str, str, str], list[str]] = {}
         for r in claims[claims.precision != "fp32"].itertuples():
             if r.claim in by_id and r.verdict != by_id[r.claim]:
@@ -361,7 +364,7 @@ def summarize(
             f"{claim}: {old} -> {new} at {', '.join(schemes)}"
             for (claim, old, new), schemes in sorted(flips.items())
         ]
-        counts = fp32.verdict.value_counts()
+        counts = first.verdict.value_counts()
         rows.append(
             {
                 "method": slug,
@@ -473,7 +476,7 @@ def to_markdown(
             else ""
         ),
         "",
-        "## Summary (fp32 verdicts)",
+        "## Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)",
         "",
         "| method | paper | profile | seeds | reproduced | not reproduced | inconclusive "
         "| changes under quantization | compute |" + (" runs |" if links else ""),
@@ -608,7 +611,7 @@ def to_html(
         "padding:4px;vertical-align:top}table{border-collapse:collapse}"
         ".reproduced{background:#e3f4e3}.not_reproduced{background:#fbe3e3}"
         ".inconclusive{background:#f3f3f3}details{font-size:90%;color:#444}</style>"
-        "<h1>Claims: paper vs measured</h1><h2>Summary (fp32 verdicts)</h2>"
+        "<h1>Claims: paper vs measured</h1><h2>Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)</h2>"
         "<table><tr><th>method</th><th>paper</th><th>profile</th><th>seeds</th>"
         "<th>reproduced</th><th>not reproduced</th><th>inconclusive</th>"
         "<th>changes under quantization</th><th>compute</th>"

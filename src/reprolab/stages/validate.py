@@ -41,7 +41,9 @@ def _files(root: Path, rel: str) -> list[Path]:
     return sorted(
         p
         for p in path.rglob("*")
-        if p.is_file() and not p.name.endswith(".pyc") and not set(p.relative_to(root).parts) & set(IGNORED)
+        if p.is_file()
+        and not p.name.endswith(".pyc")
+        and not set(p.relative_to(root).parts) & set(IGNORED)
     )
 
 
