@@ -157,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     if work.exists() and any(work.iterdir()):
         parser.error(f"--work {work} is not empty")
     work.mkdir(parents=True, exist_ok=True)
+    # the sources the copy runs: the commit and whether anything besides earlier results
+    # (docs/results, this script's own output) differed from it when the copy was made
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--", ".", ":!docs/results"))
     copy_project(work, params)
     # the copy runs its own sources, whatever the venv's editable install points at
     env = {
@@ -175,8 +179,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile != "paper":
         log(f"{args.profile} profile passed in {wall:.0f} s; results in {work}/data")
         return 0
-    commit = git("rev-parse", "HEAD")
-    dirty = bool(git("status", "--porcelain"))
     used = params["seeds"][args.profile]
     for slug in args.methods:
         dest = args.out / slug / (f"seeds-{'-'.join(map(str, used))}" if seeds else "")
