@@ -83,6 +83,14 @@ def _check_spec(spec: MethodSpec) -> None:
         raise ValueError(f"{spec.slug}: every variant is evaluation-only; nothing is trained")
     for name in spec.assets:
         check_asset(name)
+    known = (*spec.precisions, *spec.quantization.schemes)
+    for claim in spec.claims:
+        named = getattr(claim, "precision", None)
+        if named is not None and named not in known:
+            raise ValueError(
+                f"{spec.slug}: claim {claim.id!r} is about precision {named!r}, not one of "
+                f"the method's precisions and schemes: {', '.join(known)}"
+            )
 
 
 def asset_names() -> list[str]:

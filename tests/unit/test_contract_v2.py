@@ -86,6 +86,19 @@ def test_unknown_and_circular_reuse_are_rejected():
         registry._check_spec(circular)
 
 
+def test_a_claim_about_an_unknown_scheme_is_rejected():
+    from dataclasses import replace
+
+    from reprolab.core.claims import Claim, Threshold
+
+    check = Threshold(variant="victim", bound=0.5)
+    about = Claim("c", "s", "p", "set", "acc", check, precision="rtn_w3a3")
+    spec = replace(spec_with(*VICTIM), claims=(about,))
+    with pytest.raises(ValueError, match="claim 'c' is about precision 'rtn_w3a3'"):
+        registry._check_spec(spec)
+    registry._check_spec(replace(spec, claims=(replace(about, precision="int8_dynamic"),)))
+
+
 def test_variant_selection_is_checked_against_the_spec():
     spec = spec_with(*VICTIM)
     key = "methods.toy.smoke.variants"
