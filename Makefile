@@ -66,6 +66,7 @@ bench: venv
 	$(BIN)/python bench/bench_crane.py --out bench/results/crane.json
 	$(BIN)/python bench/bench_lm.py --out bench/results/lm.json
 	$(BIN)/python bench/bench_transformer.py --out bench/results/transformer.json
+	$(BIN)/python bench/bench_bit_dgdm_memory.py --out bench/results/bit_dgdm_memory.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
 ui: venv

@@ -158,6 +158,18 @@ def test_effective_bytes_follow_the_closed_form():
     assert quant.effective_bytes(nn.Sequential(lin)) == (64 * 32 + 32) * 4
     int8 = quant.quantize(nn.Sequential(lin), "int8_dynamic")
     assert quant.effective_bytes(int8) == 64 * 32 + 8 + 32 * 4
+    # the same bytes by kind: what the parts of a size ratio are
+    assert quant.byte_parts(bd) == {
+        "codes": 64 * 32 // 2,
+        "scales": 32 * 2 + 4,
+        "low_rank": (32 + 64) * rank * 2,
+        "sparse": nnz * 6,
+        "bias": 32 * 4,
+        "unquantized": 0,
+    }
+    head = nn.Sequential(nn.Linear(64, 32), nn.LayerNorm(32))
+    parts = quant.byte_parts(quant.quantize(head, "rtn_w4a4"))
+    assert parts["unquantized"] == 2 * 32 * 4 and parts["low_rank"] == parts["sparse"] == 0
 
 
 def test_layer_errors_are_zero_for_the_model_itself_and_grow_with_fewer_bits():

@@ -72,6 +72,8 @@ __all__ = [
     "quantize",
     "restore_quantized",
     "effective_bytes",
+    "byte_parts",
+    "BYTE_PARTS",
     "layer_errors",
     "state_bytes",
     "latency_ms",
@@ -263,15 +265,19 @@ class QuantLinear(nn.Module):
             y = y + sparse_x @ (dense_w if extra_w is None else dense_w + extra_w).T
         return y if self.bias is None else y + self.bias
 
-    def effective_bytes(self) -> int:
+    def byte_parts(self) -> dict[str, int]:
+        """Stored bytes by kind (see :data:`BYTE_PARTS`)."""
         numel = self.out_features * self.in_features
-        total = math.ceil(numel * self.scheme.w_bits / 8) + 2 * self.scale.numel()
-        total += 2 * (self.lr_left.numel() + self.lr_right.numel())
-        total += (2 + 4) * self.sparse_val.numel()
-        total += 4 * (self.bias.numel() if self.bias is not None else 0)
-        if self.scheme.sparse_act:
-            total += 4  # the threshold
-        return total
+        return {
+            "codes": math.ceil(numel * self.scheme.w_bits / 8),
+            "scales": 2 * self.scale.numel() + (4 if self.scheme.sparse_act else 0),
+            "low_rank": 2 * (self.lr_left.numel() + self.lr_right.numel()),
+            "sparse": (2 + 4) * self.sparse_val.numel(),
+            "bias": 4 * (self.bias.numel() if self.bias is not None else 0),
+        }
+
+    def effective_bytes(self) -> int:
+        return sum(self.byte_parts().values())
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Buffer shapes (rank, outlier count, packed length) differ per layer: take the
@@ -308,7 +314,7 @@ class Int8Conv(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dequant(self.conv(self.quant(x)))
 
-    def effective_bytes(self) -> int:
+    def byte_parts(self) -> dict[str, int]:
         """int8 weights, a scale and zero point per output channel (fp32 + int32), fp32
         bias, and the input's and output's scale and zero point."""
         weight, bias = self.conv.weight(), self.conv.bias()
@@ -316,7 +322,14 @@ class Int8Conv(nn.Module):
             n_scales = weight.q_per_channel_scales().numel()
         else:
             n_scales = 1
-        return weight.numel() + 8 * n_scales + 4 * (bias.numel() if bias is not None else 0) + 16
+        return {
+            "codes": weight.numel(),
+            "scales": 8 * n_scales + 16,
+            "bias": 4 * (bias.numel() if bias is not None else 0),
+        }
+
+    def effective_bytes(self) -> int:
+        return sum(self.byte_parts().values())
 
 
 def _int8_conv_ok(conv: nn.Module) -> bool:
@@ -557,23 +570,39 @@ def coverage(fp_model: nn.Module, q_model: nn.Module) -> dict[str, Any]:
     }
 
 
-def effective_bytes(model: nn.Module) -> int:
-    """Bytes a deployment of ``model`` stores (see the module docstring): quantized layers
-    by their codes, scales, factors and outliers; everything else at its dtype's size."""
+#: the kinds of stored bytes :func:`byte_parts` counts: low-bit or int8 weight codes;
+#: their scales (fp16 per channel; fp32 scale + zero point for int8; Bit-DGDM's fp32
+#: activation threshold); fp16 low-rank factors; sparse outliers (fp16 value + int32
+#: index); biases of quantized layers (fp32); everything left unquantized, at its dtype
+BYTE_PARTS = ("codes", "scales", "low_rank", "sparse", "bias", "unquantized")
+
+
+def byte_parts(model: nn.Module) -> dict[str, int]:
+    """Bytes a deployment of ``model`` stores, by kind (:data:`BYTE_PARTS`): what a
+    size ratio is made of (see the module docstring)."""
     dynamic = torch.ao.nn.quantized.dynamic.Linear
-    total, skip = 0, []
+    parts, skip = dict.fromkeys(BYTE_PARTS, 0), []
     for name, module in model.named_modules():
         if isinstance(module, QuantLinear | Int8Conv):
-            total += module.effective_bytes()
+            for kind, n in module.byte_parts().items():
+                parts[kind] += n
             skip.append(name + ".")
         elif isinstance(module, dynamic):
             weight, bias = module.weight(), module.bias()
-            total += weight.numel() + 8 + (4 * bias.numel() if bias is not None else 0)
+            parts["codes"] += weight.numel()
+            parts["scales"] += 8
+            parts["bias"] += 4 * bias.numel() if bias is not None else 0
             skip.append(name + ".")
     for key, value in model.state_dict().items():
         if isinstance(value, torch.Tensor) and not any(key.startswith(p) for p in skip):
-            total += value.numel() * value.element_size()
-    return total
+            parts["unquantized"] += value.numel() * value.element_size()
+    return parts
+
+
+def effective_bytes(model: nn.Module) -> int:
+    """Bytes a deployment of ``model`` stores (see the module docstring): quantized layers
+    by their codes, scales, factors and outliers; everything else at its dtype's size."""
+    return sum(byte_parts(model).values())
 
 
 def layer_errors(
