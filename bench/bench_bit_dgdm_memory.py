@@ -131,6 +131,41 @@ def markdown(results: list[dict], recorded: dict | None, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
+def figure(results: list[dict], path: Path) -> Path:
+    """Stacked bars: each scheme's stored bytes by kind, as a share of the 16-bit model,
+    per width (QM9 task); the line marks the paper's 2.8x (1 / 2.8 of 16-bit bytes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reprolab.core.quant import BYTE_PARTS
+
+    rows = [r for r in results if r["task"] == "qm9"]
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 3.6), sharey=True)
+    colors = dict(zip(BYTE_PARTS, plt.cm.tab10.colors, strict=False))
+    for ax, r in zip(axes, rows, strict=True):
+        half = r["schemes"]["fp32"]["bytes"] / 2
+        for i, scheme in enumerate(SCHEMES):
+            bottom = 0.0
+            for kind in BYTE_PARTS:
+                share = r["schemes"][scheme]["parts"][kind] / half
+                ax.bar(i, share, bottom=bottom, color=colors[kind], label=kind if i == 0 else None)
+                bottom += share
+        ax.axhline(1 / 2.8, color="k", ls="--", lw=0.8)
+        ax.set_xticks(range(len(SCHEMES)), [s.replace("_w4a4", "\nw4a4") for s in SCHEMES])
+        ax.tick_params(axis="x", labelsize=7)
+        dx, de, dy, layers, _ = r["widths"]
+        ax.set_title(f"{r['name']}\n{dx} / {de} / {dy}, {layers} layers", fontsize=8)
+    axes[0].set_ylabel("stored bytes / 16-bit bytes")
+    axes[-1].legend(fontsize=6, loc="upper right")
+    fig.suptitle("W4A4 size by kind of tensor; dashed: the paper's 2.8x", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/bit_dgdm_memory.json")
@@ -148,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     recorded = recorded_sizes()
     args.out.write_text(json.dumps({"results": results, "recorded": recorded}, indent=2) + "\n")
     md = markdown(results, recorded, seconds)
-    args.out.with_suffix(".md").write_text(md)
+    args.out.with_suffix(".md").write_text(md + f"\n![bytes by kind]({args.out.stem}.png)\n")
+    figure(results, args.out.with_suffix(".png"))
     print(md)
     return 0
 
