@@ -231,6 +231,24 @@ def test_missing_asset_names_the_command_that_rebuilds_it(tmp_path):
         verified(tmp_path, "images")
 
 
+def test_an_asset_manifest_is_the_same_on_a_rebuild(tmp_path):
+    """Timings a build reports go to MLflow, not into the versioned manifest: two builds
+    of the smollm2 tokenizer asset write byte-identical manifests."""
+    from reprolab.assets import smollm2
+    from reprolab.stages.assets import split_timings
+
+    manifests = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        out.mkdir()
+        meta, timings = split_timings(smollm2.build(smollm2.Smollm2Config(), out, tmp_path))
+        assert set(timings) == {"tokenizer_seconds"} and timings["tokenizer_seconds"] >= 0
+        assert not any(k.endswith("_seconds") for k in meta)
+        io.write_manifest(out, {**meta, "asset": "smollm2"})
+        manifests.append((out / io.MANIFEST).read_bytes())
+    assert manifests[0] == manifests[1]
+
+
 def test_image_asset_without_the_dataset_names_the_params_key(tmp_path):
     from reprolab.core import datasets
 

@@ -30,6 +30,14 @@ def verified(root: Path, name: str) -> Path:
     return folder
 
 
+def split_timings(meta: dict) -> tuple[dict, dict]:
+    """(what the manifest keeps, timings): keys ending in ``_seconds`` differ on every
+    build, so they go to MLflow and the log, not into the versioned manifest (whose hash
+    must be the same on a rebuild)."""
+    timings = {k: float(v) for k, v in meta.items() if k.endswith("_seconds")}
+    return {k: v for k, v in meta.items() if k not in timings}, timings
+
+
 def run(name: str, root: Path) -> dict:
     registry.check_asset(name)
     project = config.load(root / "params.yaml")
@@ -46,7 +54,7 @@ def run(name: str, root: Path) -> dict:
     parent_existed = out.parent.exists()
     try:
         with io.atomic_dir(out) as tmp:
-            meta = build(cfg, tmp, root / "data" / "raw")
+            meta, timings = split_timings(build(cfg, tmp, root / "data" / "raw"))
             io.write_manifest(tmp, {**meta, "asset": name, "config": cfg.model_dump(mode="json")})
     except BaseException:
         # a failed build (a missing source, say) leaves the workspace as it was
@@ -58,8 +66,13 @@ def run(name: str, root: Path) -> dict:
     try:
         manifest = io.read_json(out / io.MANIFEST)
         size = sum(f["bytes"] for f in manifest["files"].values())
-        tracker.log_metrics(tracker.run_id, {"build_seconds": seconds, "bytes": float(size)})
-        log(f"assets@{name}: {len(manifest['files'])} files, {size:,} bytes in {seconds:.1f}s")
+        tracker.log_metrics(
+            tracker.run_id, {"build_seconds": seconds, "bytes": float(size), **timings}
+        )
+        parts = "".join(f", {k} {v:.1f}" for k, v in timings.items())
+        log(
+            f"assets@{name}: {len(manifest['files'])} files, {size:,} bytes in {seconds:.1f}s{parts}"
+        )
     finally:
         tracker.finish(True)
     return {"files": len(manifest["files"]), "bytes": size}
