@@ -235,7 +235,7 @@ def test_an_asset_manifest_is_the_same_on_a_rebuild(tmp_path):
     """Timings a build reports go to MLflow, not into the versioned manifest: two builds
     of the smollm2 tokenizer asset write byte-identical manifests."""
     from reprolab.assets import smollm2
-    from reprolab.stages.assets import split_timings
+    from reprolab.stages._common import split_timings
 
     manifests = []
     for name in ("a", "b"):
@@ -247,6 +247,24 @@ def test_an_asset_manifest_is_the_same_on_a_rebuild(tmp_path):
         io.write_manifest(out, {**meta, "asset": "smollm2"})
         manifests.append((out / io.MANIFEST).read_bytes())
     assert manifests[0] == manifests[1]
+
+
+def test_timings_are_split_out_of_manifest_metadata_at_any_depth():
+    from reprolab.stages._common import split_timings
+
+    meta = {
+        "tasks": ["a"],
+        "calibration": {"rule": "r", "seconds": 0.7, "results": {"a": {"acc": 0.5}}},
+        "load_seconds": 2,
+        "seconds_note": "kept: not a timing key",
+    }
+    kept, timings = split_timings(meta)
+    assert kept == {
+        "tasks": ["a"],
+        "calibration": {"rule": "r", "results": {"a": {"acc": 0.5}}},
+        "seconds_note": "kept: not a timing key",
+    }
+    assert timings == {"calibration.seconds": 0.7, "load_seconds": 2.0}
 
 
 def test_image_asset_without_the_dataset_names_the_params_key(tmp_path):

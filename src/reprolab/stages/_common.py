@@ -78,6 +78,25 @@ class StageContext:
         return tracker
 
 
+def split_timings(meta: Mapping[str, Any], prefix: str = "") -> tuple[dict, dict[str, float]]:
+    """(what a versioned manifest keeps, timings): a ``seconds`` or ``*_seconds`` key,
+    at any depth of ``meta``, differs on every run, so it goes to MLflow and the log
+    (named by its dotted path) and not into the manifest, whose hash must be the same
+    on a rebuild."""
+    kept: dict = {}
+    timings: dict[str, float] = {}
+    for key, value in meta.items():
+        name = f"{prefix}{key}"
+        if (key == "seconds" or str(key).endswith("_seconds")) and isinstance(value, int | float):
+            timings[name] = float(value)
+        elif isinstance(value, Mapping):
+            kept[key], inner = split_timings(value, f"{name}.")
+            timings.update(inner)
+        else:
+            kept[key] = value
+    return kept, timings
+
+
 def context(slug: str, stage: str, root: Path) -> StageContext:
     """Validate params.yaml, the slug and the tracking store; nothing is computed or
     written yet (beyond the folder of a SQLite store)."""

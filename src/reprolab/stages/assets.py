@@ -15,6 +15,7 @@ from reprolab import config, registry
 from reprolab.core import io
 from reprolab.core.tracking import load_env, log, open_tracker, preflight
 from reprolab.paths import asset_dir
+from reprolab.stages._common import split_timings
 
 EXPERIMENT = "assets"
 
@@ -28,14 +29,6 @@ def verified(root: Path, name: str) -> Path:
     folder = asset_dir(root, name)
     io.verify_folder(folder, rebuild_hint(name))
     return folder
-
-
-def split_timings(meta: dict) -> tuple[dict, dict]:
-    """(what the manifest keeps, timings): keys ending in ``_seconds`` differ on every
-    build, so they go to MLflow and the log, not into the versioned manifest (whose hash
-    must be the same on a rebuild)."""
-    timings = {k: float(v) for k, v in meta.items() if k.endswith("_seconds")}
-    return {k: v for k, v in meta.items() if k not in timings}, timings
 
 
 def run(name: str, root: Path) -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reprolab.core import io
 from reprolab.core.tracking import log, open_tracker
-from reprolab.stages._common import context
+from reprolab.stages._common import context, split_timings
 
 
 def run(slug: str, root: Path) -> dict:
@@ -22,6 +22,7 @@ def run(slug: str, root: Path) -> dict:
     log(f"prepare@{slug}: building datasets ({ctx.profile} profile)")
     started = time.perf_counter()
     datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw, assets)
+    meta, timings = split_timings(meta)
     build_seconds = time.perf_counter() - started
     tracker.start(ctx.params(), inputs=[])
     ok = False
@@ -41,7 +42,8 @@ def run(slug: str, root: Path) -> dict:
             **{f"n_{k}": v for k, v in meta.get("sizes", {}).items()},
         }
         tracker.log_metrics(
-            tracker.run_id, {"tasks": len(datasets), "prepare_seconds": build_seconds}
+            tracker.run_id,
+            {"tasks": len(datasets), "prepare_seconds": build_seconds, **timings},
         )
         tracker.set_tags(tracker.run_id, {"reprolab.tasks": ",".join(sorted(datasets))[:5000]})
         log(f"prepare@{slug}: wrote {len(datasets)} datasets to {ctx.paths.prepared}")
