@@ -138,7 +138,7 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
                     c["precision"],
                     c["paper_value"],
                     _fmt(m["value"]),
-                    f"[{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
+                    _interval(m),
                     c["verdict"],
                     c["profile"],
                     "",
@@ -325,7 +325,22 @@ def _fmt(x: float) -> str:
         return "n/a"  # not measured (a claim that was not tested)
     if isinstance(x, float) and math.isinf(x):
         return "inf" if x > 0 else "-inf"
+    if x != 0 and abs(x) < 1e-3:
+        return f"{x:+.2e}"  # e.g. an invariance error of 1.9e-06, not "+0.0000"
     return f"{x:+.4f}" if abs(x) < 10 else f"{x:.4g}"
+
+
+def _interval(m: dict) -> str:
+    """The interval column: a 95% interval, or what stands in its place where the
+    evidence rules compare exactly (a deterministic value has no interval; an
+    exhaustive check counts every unit)."""
+    low, high = _fmt(m["ci_low"]), _fmt(m["ci_high"])
+    n = m.get("n", m.get("n_tasks"))
+    if m.get("test") == "exact" or (m.get("seed_free") and n in (None, 1)):
+        return "exact (deterministic)" if low == high else f"exact, range [{low}, {high}]"
+    if m.get("test") == "exhaustive":
+        return f"exhaustive: every unit, range [{low}, {high}]"
+    return f"[{low}, {high}]"
 
 
 def write_views(root: Path, slugs: list[str], out: Path) -> None:
@@ -499,8 +514,10 @@ def to_markdown(
         "## Claims",
         "",
         "One line per claim and precision: ours is the measured value, its 95% interval and"
-        " n (the replicates the verdict rests on); detectable is the interval's half-width,"
-        " the smallest effect the test could see. The paper's setting is in the footnote.",
+        " n (the replicates the verdict rests on); 'exact' marks a deterministic value"
+        " compared as it is, 'exhaustive' a property every unit must show; detectable is the"
+        " interval's half-width, the smallest effect the test could see. The paper's"
+        " setting is in the footnote.",
         "",
         "| method | claim | precision | the claim | paper | ours | detectable | verdict |"
         + (" run |" if links else ""),
