@@ -16,7 +16,9 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Bytecode is cached: an environment that turns it off would recompile every import of
 # every stage process (the venv is installed without precompiled files, see below).
 unexport PYTHONDONTWRITEBYTECODE
-export WARM_IMPORTS := from reprolab import worker; worker.preload(); import dvc.cli, dvc.repo, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
+# What `make venv` imports once so that its bytecode is written: the stage worker's
+# preload, the test tools, and the modules every `dvc repro` imports lazily.
+export WARM_IMPORTS := from reprolab import worker; worker.preload(); import dvc.cli, dvc.repo, dvc.daemon, dvc.info, dulwich.porcelain, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
 .PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper mlflow-server
 

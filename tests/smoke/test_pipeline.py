@@ -73,6 +73,10 @@ def test_repro_produces_every_output(reproduced):
     assert "#/experiments/" in report and "?workflowType=machine_learning" in report
     assert "## Quantization: size, coverage, error and latency" in report
     assert "| ensloss | bitdgdm_w4a4 |" in report
+    # the HTML view explains the value columns as the Markdown one does
+    page = (reproduced / "data" / "reports" / "claims.html").read_text()
+    assert "&#x27;exact&#x27; marks a deterministic value" in page
+    assert "'exact' marks a deterministic value" in report
 
 
 def test_repro_runs_a_method_that_is_not_quantized(reproduced):

@@ -256,15 +256,24 @@ def test_timings_are_split_out_of_manifest_metadata_at_any_depth():
         "tasks": ["a"],
         "calibration": {"rule": "r", "seconds": 0.7, "results": {"a": {"acc": 0.5}}},
         "load_seconds": 2,
-        "seconds_note": "kept: not a timing key",
+        "tokenize_ms": 12.5,
+        "seconds_total": 3.0,
+        "seconds_note": "kept: a timing name, but not a number",
+        "cached_seconds": True,
     }
     kept, timings = split_timings(meta)
     assert kept == {
         "tasks": ["a"],
         "calibration": {"rule": "r", "results": {"a": {"acc": 0.5}}},
-        "seconds_note": "kept: not a timing key",
+        "seconds_note": "kept: a timing name, but not a number",
+        "cached_seconds": True,
     }
-    assert timings == {"calibration.seconds": 0.7, "load_seconds": 2.0}
+    assert timings == {
+        "calibration.seconds": 0.7,
+        "load_seconds": 2.0,
+        "tokenize_ms": 12.5,
+        "seconds_total": 3.0,
+    }
 
 
 def test_image_asset_without_the_dataset_names_the_params_key(tmp_path):

@@ -18,6 +18,7 @@ from reprolab.contract import (
     Unit,
     asset_folder,
     enter_stage,
+    is_runtime_metric,
 )
 from reprolab.core import io
 from reprolab.core.tracking import Tracker, load_env, open_tracker, preflight
@@ -79,15 +80,17 @@ class StageContext:
 
 
 def split_timings(meta: Mapping[str, Any], prefix: str = "") -> tuple[dict, dict[str, float]]:
-    """(what a versioned manifest keeps, timings): a ``seconds`` or ``*_seconds`` key,
-    at any depth of ``meta``, differs on every run, so it goes to MLflow and the log
-    (named by its dotted path) and not into the manifest, whose hash must be the same
-    on a rebuild."""
+    """(what a versioned manifest keeps, timings): a numeric value under a timing key
+    (``seconds``, or any name :func:`~reprolab.contract.is_runtime_metric` accepts), at
+    any depth of ``meta``, differs on every run, so it goes to MLflow and the log (named
+    by its dotted path) and not into the manifest, whose hash must be the same on a
+    rebuild."""
     kept: dict = {}
     timings: dict[str, float] = {}
     for key, value in meta.items():
         name = f"{prefix}{key}"
-        if (key == "seconds" or str(key).endswith("_seconds")) and isinstance(value, int | float):
+        timing = key == "seconds" or is_runtime_metric(str(key))
+        if timing and isinstance(value, int | float) and not isinstance(value, bool):
             timings[name] = float(value)
         elif isinstance(value, Mapping):
             kept[key], inner = split_timings(value, f"{name}.")

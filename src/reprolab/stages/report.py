@@ -55,6 +55,15 @@ VERDICT_MEANING = {
 }
 
 
+#: how to read the claims table's value columns (both the Markdown and the HTML view)
+CLAIMS_NOTE = (
+    "One line per claim and precision: ours is the measured value, its 95% interval and"
+    " n (the replicates the verdict rests on); 'exact' marks a deterministic value"
+    " compared as it is, 'exhaustive' a property every unit must show; detectable is the"
+    " interval's half-width, the smallest effect the test could see."
+)
+
+
 def run(root: Path) -> dict:
     project = config.load(root / "params.yaml")
     rows, figures = collect(root, project.slugs)
@@ -513,11 +522,7 @@ def to_markdown(
         "",
         "## Claims",
         "",
-        "One line per claim and precision: ours is the measured value, its 95% interval and"
-        " n (the replicates the verdict rests on); 'exact' marks a deterministic value"
-        " compared as it is, 'exhaustive' a property every unit must show; detectable is the"
-        " interval's half-width, the smallest effect the test could see. The paper's"
-        " setting is in the footnote.",
+        CLAIMS_NOTE + " The paper's setting is in the footnote.",
         "",
         "| method | claim | precision | the claim | paper | ours | detectable | verdict |"
         + (" run |" if links else ""),
@@ -636,6 +641,7 @@ def to_html(
         + "</tr>"
         f"{''.join(summary_rows)}</table>"
         f"<p><b>Evidence rules.</b> {esc(EVIDENCE_RULES)}</p><ul>{legend}</ul>"
-        f"<h2>Claims</h2><table><tr>{head}</tr>{''.join(body)}</table>"
+        f"<h2>Claims</h2><p>{esc(CLAIMS_NOTE)} The paper's setting and the check are under"
+        f" each claim's details.</p><table><tr>{head}</tr>{''.join(body)}</table>"
         f"{quant}{imgs}"
     )
