@@ -169,12 +169,18 @@ def test_changing_one_profile_reruns_only_what_it_touches(reproduced, tmp_path):
 
 def test_editing_one_method_source_reruns_only_that_method(reproduced, tmp_path):
     """Stages depend on their method's code through data/config/<slug>.code.json (written
-    by validate): editing a file of dp_noise reruns dp_noise's chain, nothing of
-    EnsLoss; a second repro does nothing."""
+    by validate): a README or comment edit reruns validate alone; editing dp_noise's
+    code reruns dp_noise's chain, nothing of EnsLoss; a second repro does nothing."""
     project = tmp_path / "project"
     shutil.copytree(reproduced, project, symlinks=True)
-    readme = project / "src/reprolab/methods/dp_noise/README.md"
-    readme.write_text(readme.read_text() + "\nAn edit.\n")
+    folder = project / "src/reprolab/methods/dp_noise"
+    (folder / "README.md").write_text((folder / "README.md").read_text() + "\nAn edit.\n")
+    source = folder / "config.py"
+    source.write_text(source.read_text() + "\n# a comment\n")
+    proc = run(["dvc", "repro"], project)
+    ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
+    assert ran == {"validate"}, proc.stdout
+    source.write_text(source.read_text() + "\nEDITED = True\n")
     proc = run(["dvc", "repro"], project)
     ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
     # the report reruns only if dp_noise's evaluation outputs changed (they are

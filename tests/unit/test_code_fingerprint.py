@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import shutil
 from pathlib import Path
@@ -35,8 +36,13 @@ def test_fingerprint_hashes_every_file_it_lists(tmp_path):
     assert "src/reprolab/contract.py" in fp["files"]
     assert any(p.startswith("src/reprolab/methods/ensloss/") for p in fp["files"])
     assert not any("dp_noise" in p for p in fp["files"])
-    for rel, sha in fp["files"].items():  # independent reference: hashlib on the file
-        assert sha == hashlib.sha256((root / rel).read_bytes()).hexdigest()
+    assert not any(p.endswith(".md") for p in fp["files"])  # documentation is no input
+    for rel, sha in fp["files"].items():
+        data = (root / rel).read_bytes()
+        text = validate.code_text(data)
+        assert sha == hashlib.sha256(text).hexdigest()
+        # independent reference: Python's own parser sees the same program
+        assert ast.dump(ast.parse(text)) == ast.dump(ast.parse(data)), rel
 
 
 def test_fingerprint_changes_exactly_with_the_code_a_method_runs(tmp_path):
@@ -47,16 +53,34 @@ def test_fingerprint_changes_exactly_with_the_code_a_method_runs(tmp_path):
     cache.mkdir(exist_ok=True)
     (cache / "x.cpython-311.pyc").write_bytes(b"\0")
     assert validate.code_fingerprint(root, "ensloss")["digest"] == before["ensloss"]
-    # a method's own file changes its fingerprint only
+    # documentation and comments cannot change what a stage computes
     (root / "src/reprolab/methods/ensloss/README.md").write_text("edited\n")
+    losses = root / "src/reprolab/methods/ensloss/losses.py"
+    code = losses.read_text()
+    losses.write_text(
+        "# a new comment\n\n" + code.replace("annotations\n", "annotations  # note\n", 1)
+    )
+    assert validate.code_fingerprint(root, "ensloss")["digest"] == before["ensloss"]
+    # a method's own code changes its fingerprint only
+    losses.write_text(code + "\nEXTRA = 1\n")
     after = {s: validate.code_fingerprint(root, s)["digest"] for s in ("ensloss", "dp_noise")}
     assert after["ensloss"] != before["ensloss"]
     assert after["dp_noise"] == before["dp_noise"]
     # a shared core file changes every method's
     core = next((root / "src/reprolab/core").glob("*.py"))
-    core.write_text(core.read_text() + "\n# edited\n")
+    core.write_text(core.read_text() + "\nEDITED = True\n")
     again = {s: validate.code_fingerprint(root, s)["digest"] for s in ("ensloss", "dp_noise")}
     assert again["ensloss"] != after["ensloss"] and again["dp_noise"] != after["dp_noise"]
+
+
+def test_code_text_keeps_strings_and_code_drops_comments():
+    src = b'x = 1  # why\n\n# a note\ns = """a\n\n# data, not a comment\n"""\n'
+    assert validate.code_text(src) == b'x = 1\ns = """a\n\n# data, not a comment\n"""\n'
+    # a blank line inside a string literal is data: it changes the text
+    other = src.replace(b'"""a\n\n#', b'"""a\n#')
+    assert validate.code_text(other) != validate.code_text(src)
+    # a file that does not tokenize is hashed as it is
+    assert validate.code_text(b"def (:\n  'open") == b"def (:\n  'open"
 
 
 def test_missing_source_is_named(tmp_path):

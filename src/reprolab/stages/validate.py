@@ -6,7 +6,10 @@ before DVC removes any stage's outputs; a good edit changes exactly the files of
 stages it touches (see :func:`reprolab.config.resolved_files`).
 
 It also writes ``<slug>.code.json``: the SHA-256 of every source file a method's stages
-run (the shared core, the stage helpers, the contract and the method's folder). The
+run (the shared core, the stage helpers, the contract and the method's folder), taken
+over the code without its comments (:func:`code_text`) and leaving out documentation
+(``*.md``): editing a README or a comment reruns no stage, since neither can change
+what a stage computes; a docstring is still code (a program can read it). The
 per-method stages depend on that one file instead of on the folders themselves, so DVC
 hashes the source tree once per ``dvc repro`` (in this stage, which depends on all of it)
 rather than once per stage (~80 stages with 19 methods): a no-op ``dvc repro`` stays fast,
@@ -18,7 +21,9 @@ shows which source file made a stage rerun.
 from __future__ import annotations
 
 import hashlib
+import io as _io
 import json
+import tokenize
 from pathlib import Path
 
 from reprolab import config
@@ -30,6 +35,18 @@ CONFIG_DIR = Path("data") / "config"
 # validate deps, which must cover all of it.
 SHARED_CODE = ("src/reprolab/core", "src/reprolab/stages/_common.py", "src/reprolab/contract.py")
 IGNORED = ("__pycache__",)
+#: documentation in the fingerprinted folders: no stage reads it
+DOCS = (".md",)
+#: tokens that are not code: a line holding only these is dropped from :func:`code_text`
+_NOT_CODE = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+}
 
 
 def _files(root: Path, rel: str) -> list[Path]:
@@ -43,17 +60,49 @@ def _files(root: Path, rel: str) -> list[Path]:
         for p in path.rglob("*")
         if p.is_file()
         and not p.name.endswith(".pyc")
+        and p.suffix not in DOCS
         and not set(p.relative_to(root).parts) & set(IGNORED)
     )
 
 
+def code_text(data: bytes) -> bytes:
+    """A Python source without what cannot change what it computes: comments, lines
+    holding nothing but comments or whitespace, and trailing whitespace. Lines inside
+    a string literal are kept as they are (a blank line in a prompt is data). A file
+    that does not tokenize is returned unchanged."""
+    try:
+        tokens = list(tokenize.tokenize(_io.BytesIO(data).readline))
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        return data
+    lines = data.decode(tokens[0].string if tokens else "utf-8").splitlines()
+    code_lines: set[int] = set()
+    comment_at: dict[int, int] = {}
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            comment_at[tok.start[0]] = tok.start[1]
+        elif tok.type not in _NOT_CODE:
+            code_lines.update(range(tok.start[0], tok.end[0] + 1))
+    kept = []
+    for number, line in enumerate(lines, 1):
+        if number not in code_lines:
+            continue
+        if number in comment_at:
+            line = line[: comment_at[number]]
+        kept.append(line.rstrip())
+    return "\n".join(kept).encode() + b"\n"
+
+
 def code_fingerprint(root: Path, slug: str) -> dict:
-    """SHA-256 of each source file the stages of ``slug`` run, by path (sorted)."""
+    """SHA-256 of each source file the stages of ``slug`` run, by path (sorted): of
+    :func:`code_text` for a Python file, of the bytes otherwise; documentation is left
+    out."""
     rels = (*SHARED_CODE, f"src/reprolab/methods/{slug}")
     files = {}
     for rel in rels:
         for path in _files(root, rel):
-            files[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+            data = path.read_bytes()
+            text = code_text(data) if path.suffix == ".py" else data
+            files[path.relative_to(root).as_posix()] = hashlib.sha256(text).hexdigest()
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     return {"slug": slug, "digest": digest, "files": files}
 
