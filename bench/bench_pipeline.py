@@ -48,7 +48,10 @@ What is measured, and how
    steps. Runs alternate Lightning/plain for ``--rounds`` rounds; the ratio is the
    median of the per-round ratios (pairs run back to back, so load drift cancels).
    ``torch.set_num_threads(--threads)`` is set for both (default 1: the machine is
-   shared and the model is small). Target <= 1.15x. Diagnosis: both loops are run
+   shared and the model is small). Target <= 1.15x. Lightning's own cost per step:
+   the same Trainer and a plain loop on a module with one scalar parameter and no
+   compute; their per-step difference is the Trainer's Python per step, and
+   cost / 0.15 is the smallest plain step the 1.15x target can hold for. Diagnosis: both loops are run
    once more under cProfile (steady epochs only); the per-step own time is grouped
    by where the code lives (lightning, torch Python, C/builtins, reprolab, other),
    and the top Lightning functions are listed. For context, one whole smoke-sized
@@ -524,6 +527,58 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
         }
         log(f"   ratio {statistics.median(ratios):.2f}x")
 
+    # Lightning's own cost per step: the same loop on a module with (almost) no compute
+    # (one scalar parameter, a loss that reads the batch's first element), so what is
+    # left is the Trainer's per-step Python; the plain loop does the same arithmetic.
+    log("3. Lightning's own cost per step (a module with no compute) ...")
+
+    class Empty(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(()))
+
+        def training_step(self, batch, batch_idx):
+            return self.w * batch[0][0, 0]
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.0)
+
+    def empty_lightning() -> list[float]:
+        timer = EpochTimer()
+        trainer = make_trainer(epochs, None, callbacks=[timer])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trainer.fit(Empty(), batches(x, y, bs, 0, shuffle=True))
+        return timer.times
+
+    def empty_plain() -> list[float]:
+        m = Empty()
+        opt = m.configure_optimizers()
+        loader = batches(x, y, bs, 0, shuffle=True)
+        times = []
+        for epoch in range(epochs):
+            t0 = time.perf_counter()
+            loader.sampler.set_epoch(epoch)
+            for i, batch in enumerate(loader):
+                loss = m.training_step(batch, i)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            times.append(time.perf_counter() - t0)
+        return times
+
+    floor = [per_step_ms(empty_lightning()) - per_step_ms(empty_plain()) for _ in range(rounds)]
+    own_ms = statistics.median(floor)
+    plain_ms = out["losses"]["ensloss"]["plain_ms_per_step"]
+    out["lightning_own_cost"] = {
+        "ms_per_step": own_ms,
+        "runs_ms": floor,
+        # the smallest plain step for which that cost is within the target ratio
+        "min_plain_step_ms_for_target": own_ms / (LIGHTNING_TARGET - 1.0),
+        "bench_plain_step_ms": plain_ms,
+    }
+    log(f"   {own_ms:.3f} ms per step")
+
     # Diagnosis: own time per step, grouped by where the code lives.
     profiled_steps = steps * (epochs - 1)
     prof: dict[str, Any] = {}
@@ -868,6 +923,15 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {r['ratio']:.2f}x ({r['lightning_ms_per_step']:.2f} vs "
             f"{r['plain_ms_per_step']:.2f} ms) | {target['target'] if target else 'info'} "
             f"| {verdict(target['pass']) if target else ''} |"
+        )
+    if "lightning_own_cost" in lvp:
+        own = lvp["lightning_own_cost"]
+        lines.append(
+            f"| Lightning's own cost per step (Trainer on a module with no compute, minus "
+            f"a plain loop on it) | {own['ms_per_step']:.2f} ms: within "
+            f"{LIGHTNING_TARGET}x only for a plain step >= "
+            f"{own['min_plain_step_ms_for_target']:.1f} ms (the bench model's: "
+            f"{own['bench_plain_step_ms']:.2f} ms) | info | |"
         )
     if "smoke_unit" in lvp:
         u = lvp["smoke_unit"]
