@@ -572,9 +572,16 @@ def to_html(
         summary_rows.append(
             f"<tr><td><a href='#claims-{esc(r.method)}'>{esc(r.method)}</a></td>"
             f"<td>{esc(r.title)}</td><td>{esc(r.profile)}</td><td>{esc(r.seeds)}</td>"
-            f"<td class=reproduced>{r.reproduced}</td>"
-            f"<td class=not_reproduced>{r.not_reproduced}</td>"
-            f"<td class=inconclusive>{r.inconclusive}</td><td>{changed}</td>"
+            + "".join(
+                # coloured only where there is a verdict of that kind to see
+                f"<td{f' class={k}' if n else ''}>{n}</td>"
+                for k, n in (
+                    ("reproduced", r.reproduced),
+                    ("not_reproduced", r.not_reproduced),
+                    ("inconclusive", r.inconclusive),
+                )
+            )
+            + f"<td>{changed}</td>"
             f"<td>{_secs(r.compute_s)}</td>"
             + (
                 f"<td><a href='{esc(_ui())}/{esc(runs_view_url(r.experiment_id))}'>mlflow</a></td>"
