@@ -112,6 +112,12 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
 def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):
     client = MlflowClient(tracking_uri=f"sqlite:///{reproduced}/.mlflow/mlflow.db")
     exp = client.get_experiment_by_name("ensloss")
+    # the experiment list shows what each experiment holds: the paper's title
+    from reprolab import registry
+
+    assert exp.tags["mlflow.note.content"] == registry.get("ensloss").title
+    report = client.get_experiment_by_name("reprolab-report")
+    assert "verdicts" in report.tags["mlflow.note.content"]
     # the shared runs-table view the report links to: one column per claim's headline
     # verdict (ensloss's claims are ordinary ones, read at fp32)
     view = json.loads(exp.tags["mlflow.sharedViewState.reprolab"])

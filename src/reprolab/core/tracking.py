@@ -34,6 +34,8 @@ CHAIN_END_STAGE = "evaluate"
 
 #: MLflow 3's experiment-type tag (its UI reads it to choose the experiment's start page)
 EXPERIMENT_KIND = "mlflow.experimentKind"
+#: the experiment's description in the MLflow UI (its experiment list and page)
+NOTE_TAG = "mlflow.note.content"
 #: query of every UI link: the run pages and runs tables of model training, not the GenAI
 #: overview MLflow 3 opens by default
 UI_WORKFLOW = "workflowType=machine_learning"
@@ -174,7 +176,9 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
 class Tracker:
     """Tracking for one stage of one method (or the report, with slug 'report')."""
 
-    def __init__(self, root: Path, experiment: str, stage: str, profile: str) -> None:
+    def __init__(
+        self, root: Path, experiment: str, stage: str, profile: str, description: str = ""
+    ) -> None:
         from mlflow.tracking import MlflowClient
 
         uri = os.environ["MLFLOW_TRACKING_URI"]
@@ -182,7 +186,7 @@ class Tracker:
         self.stage = stage
         self.profile = profile
         self.client = MlflowClient(tracking_uri=uri)
-        self.experiment_id = self._experiment(experiment)
+        self.experiment_id = self._experiment(experiment, description)
         self.parent_id: str | None = None
         self.owns_parent = False
         self.run_id: str | None = None
@@ -195,9 +199,14 @@ class Tracker:
         if flow_run:
             self._base_tags["prefect.flow_run_id"] = flow_run
 
-    def _experiment(self, name: str) -> str:
+    def _experiment(self, name: str, description: str = "") -> str:
+        """The experiment's id, created on first use; ``description`` (what the
+        experiment holds, e.g. the paper's title) is its note in the MLflow UI's
+        experiment list, set once."""
         found = self.client.get_experiment_by_name(name)
         if found is not None:
+            if description and NOTE_TAG not in found.tags:
+                self.client.set_experiment_tag(found.experiment_id, NOTE_TAG, description)
             return found.experiment_id
         base = artifact_root(self.root)
         artifacts = (base / name).resolve().as_uri() if base is not None else None
@@ -207,7 +216,10 @@ class Tracker:
             return self.client.create_experiment(
                 name,
                 artifact_location=artifacts,
-                tags={EXPERIMENT_KIND: "custom_model_development"},
+                tags={
+                    EXPERIMENT_KIND: "custom_model_development",
+                    **({NOTE_TAG: description} if description else {}),
+                },
             )
         except Exception:  # created concurrently by another process
             found = self.client.get_experiment_by_name(name)
@@ -342,10 +354,12 @@ class Tracker:
         return f"#/experiments/{self.experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
-def open_tracker(root: Path, experiment: str, stage: str, profile: str) -> Tracker:
+def open_tracker(
+    root: Path, experiment: str, stage: str, profile: str, description: str = ""
+) -> Tracker:
     load_env(root)
     preflight(os.environ["MLFLOW_TRACKING_URI"])
-    return Tracker(root, experiment, stage, profile)
+    return Tracker(root, experiment, stage, profile, description)
 
 
 def log(msg: str) -> None:

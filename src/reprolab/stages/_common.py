@@ -74,7 +74,7 @@ class StageContext:
         return units
 
     def tracker(self, inputs: list[Path]) -> Tracker:
-        tracker = open_tracker(self.root, self.slug, self.stage, self.profile)
+        tracker = open_tracker(self.root, self.slug, self.stage, self.profile, self.spec.title)
         tracker.start(self.params(), inputs=inputs)
         return tracker
 

@@ -40,7 +40,9 @@ def run(name: str, root: Path) -> dict:
     preflight(os.environ["MLFLOW_TRACKING_URI"])
     module, func = spec.build.split(":")
     build = getattr(importlib.import_module(module), func)
-    tracker = open_tracker(root, EXPERIMENT, f"asset:{name}", project.profile)
+    tracker = open_tracker(
+        root, EXPERIMENT, f"asset:{name}", project.profile, "Shared assets that methods read"
+    )
     log(f"assets@{name}: building ({project.profile} profile)")
     started = time.perf_counter()
     out = asset_dir(root, name)

@@ -18,7 +18,7 @@ def run(slug: str, root: Path) -> dict:
     # raises with install instructions) before building. Neither records an MLflow run:
     # the run starts once the datasets are built, like the other stages start theirs
     # once their inputs are verified.
-    tracker = open_tracker(root, slug, "prepare", ctx.profile)
+    tracker = open_tracker(root, slug, "prepare", ctx.profile, ctx.spec.title)
     log(f"prepare@{slug}: building datasets ({ctx.profile} profile)")
     started = time.perf_counter()
     datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw, assets)

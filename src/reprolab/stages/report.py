@@ -104,7 +104,13 @@ def run(root: Path) -> dict:
         {"profile": project.profile, "claims": len(table), "verdicts": counts},
     )
 
-    tracker = open_tracker(root, "reprolab-report", "report", project.profile)
+    tracker = open_tracker(
+        root,
+        "reprolab-report",
+        "report",
+        project.profile,
+        "The claims report: every method's verdicts, next to the papers' numbers",
+    )
     tracker.start(
         {
             "profile": project.profile,
