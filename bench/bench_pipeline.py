@@ -51,14 +51,14 @@ What is measured, and how
    shared and the model is small). Target <= 1.15x. Lightning's own cost per step:
    the same Trainer and a plain loop on a module with one scalar parameter and no
    compute; their per-step difference is the Trainer's Python per step, and
-   cost / 0.15 is the smallest plain step the 1.15x target can hold for. Diagnosis: both loops are run
-   once more under cProfile (steady epochs only); the per-step own time is grouped
-   by where the code lives (lightning, torch Python, C/builtins, reprolab, other),
-   and the top Lightning functions are listed. For context, one whole smoke-sized
-   unit through the real ``train_unit`` (Trainer construction, a validation pass and
-   a ``last.ckpt`` every epoch) is timed against the same Lightning fit without the
-   checkpoint callback and against the equivalent plain loop (median of 3 after one
-   warm-up round).
+   cost / 0.15 is the smallest plain step the 1.15x target can hold for.
+   Diagnosis: both loops are run once more under cProfile (steady epochs only); the
+   per-step own time is grouped by where the code lives (lightning, torch Python,
+   C/builtins, reprolab, other), and the top Lightning functions are listed. For
+   context, one whole smoke-sized unit through the real ``train_unit`` (Trainer
+   construction, a validation pass and a ``last.ckpt`` every epoch) is timed against
+   the same Lightning fit without the checkpoint callback and against the equivalent
+   plain loop (median of 3 after one warm-up round).
 4. **int8 vs fp32** on the EnsLoss MLP (784 -> h -> h -> 1, h = the smoke width and
    1024) at batch 1 and 256: ``core.quant.quantize`` (``int8_dynamic``), latency by
    ``core.quant.latency_ms`` (median of ``--quant-repeats`` interleaved calls of its

@@ -79,6 +79,10 @@ def test_code_text_keeps_strings_and_code_drops_comments():
     # a blank line inside a string literal is data: it changes the text
     other = src.replace(b'"""a\n\n#', b'"""a\n#')
     assert validate.code_text(other) != validate.code_text(src)
+    # so is white space at the end of a line inside one; outside, it is layout
+    spaced = src.replace(b'"""a\n', b'"""a  \n')
+    assert validate.code_text(spaced) != validate.code_text(src)
+    assert validate.code_text(src.replace(b"x = 1", b"x = 1   ")) == validate.code_text(src)
     # a file that does not tokenize is hashed as it is
     assert validate.code_text(b"def (:\n  'open") == b"def (:\n  'open"
 

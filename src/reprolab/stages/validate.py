@@ -68,27 +68,30 @@ def _files(root: Path, rel: str) -> list[Path]:
 def code_text(data: bytes) -> bytes:
     """A Python source without what cannot change what it computes: comments, lines
     holding nothing but comments or whitespace, and trailing whitespace. Lines inside
-    a string literal are kept as they are (a blank line in a prompt is data). A file
-    that does not tokenize is returned unchanged."""
+    a string literal are kept as they are, trailing white space included (a blank line
+    in a prompt is data). A file that does not tokenize is returned unchanged."""
     try:
         tokens = list(tokenize.tokenize(_io.BytesIO(data).readline))
     except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
         return data
     lines = data.decode(tokens[0].string if tokens else "utf-8").splitlines()
     code_lines: set[int] = set()
+    in_literal: set[int] = set()  # lines whose end lies inside a multi-line token
     comment_at: dict[int, int] = {}
     for tok in tokens:
         if tok.type == tokenize.COMMENT:
             comment_at[tok.start[0]] = tok.start[1]
         elif tok.type not in _NOT_CODE:
             code_lines.update(range(tok.start[0], tok.end[0] + 1))
+            in_literal.update(range(tok.start[0], tok.end[0]))
     kept = []
     for number, line in enumerate(lines, 1):
         if number not in code_lines:
             continue
         if number in comment_at:
             line = line[: comment_at[number]]
-        kept.append(line.rstrip())
+        # trailing white space inside a string literal is data, elsewhere layout
+        kept.append(line if number in in_literal else line.rstrip())
     return "\n".join(kept).encode() + b"\n"
 
 
