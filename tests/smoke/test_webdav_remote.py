@@ -27,7 +27,8 @@ CHAIN = ["evaluate@ensloss", "--with-deps"]
 def webdav(tmp_path):
     store = tmp_path / "dav"
     (store / "dvcstore").mkdir(parents=True)  # the remote's folder exists on the server
-    port, password = _free_port(), secrets.token_urlsafe(16)
+    # token_urlsafe may start with "-", which a command line would read as an option
+    port, password = _free_port(), "pw" + secrets.token_urlsafe(16)
     config = {
         "host": "127.0.0.1",
         "port": port,
