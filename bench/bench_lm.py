@@ -167,28 +167,29 @@ def task_metrics(model, tok) -> dict:
 
 
 def bench_lora(folder: Path, steps: int) -> dict:
-    import lightning.pytorch as pl
+    from reprolab.core.training import fit
 
-    from reprolab.core.training import make_trainer
+    class Timed(lm.LoraModule):
+        times: list[float]
+        t0 = 0.0
 
-    def fresh():
+        def on_train_epoch_start(self):  # the loop has no per-batch start hook
+            self.times, self.t0 = [], time.perf_counter()
+
+        def on_train_batch_end(self, outputs, batch, batch_idx):
+            now = time.perf_counter()
+            self.times.append(now - self.t0)
+            self.t0 = now
+            super().on_train_batch_end(outputs, batch, batch_idx)
+
+    def fresh(cls=lm.LoraModule):
         model, tok = lm.load(folder)
-        return lm.LoraModule(model, lr=1e-4, r=8, alpha=16, seed=0), tok
+        return cls(model, lr=1e-4, r=8, alpha=16, seed=0), tok
 
     module, tok = fresh()
     pairs = [(lm.chat_prompt(tok, p), c) for p, c in LORA_PAIRS]
     loader = lm.completion_batches(tok, pairs * (steps // 2 + 1), 4, 0)
     batches = [b for _, b in zip(range(steps + 1), loader, strict=False)]
-
-    class StepTimes(pl.Callback):
-        def __init__(self):
-            self.times, self.t0 = [], 0.0
-
-        def on_train_batch_start(self, *args):
-            self.t0 = time.perf_counter()
-
-        def on_train_batch_end(self, *args):
-            self.times.append(time.perf_counter() - self.t0)
 
     def plain_loop() -> list[float]:
         module, _ = fresh()
@@ -206,10 +207,9 @@ def bench_lora(folder: Path, steps: int) -> dict:
     # the plain loop runs before and after Lightning, so a change in the machine's load
     # during the benchmark shows up as a spread rather than as a bias
     before = plain_loop()
-    timer = StepTimes()
-    trainer = make_trainer(1, None, callbacks=[timer], limit_train_batches=steps + 1)
-    trainer.fit(module, torch.utils.data.DataLoader(batches, batch_size=None))
-    lightning_s = statistics.median(timer.times[1:])
+    timed, _ = fresh(Timed)
+    fit(timed, torch.utils.data.DataLoader(batches, batch_size=None), None, 1)
+    lightning_s = statistics.median(timed.times[1:])
     after = plain_loop()
     plain_s = statistics.median(before + after)
     trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)

@@ -422,7 +422,7 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
 
     from reprolab.contract import Unit
     from reprolab.core.datasets import part_tensors
-    from reprolab.core.training import batches, make_trainer
+    from reprolab.core.training import HistoryModule, batches, fit, make_fabric
     from reprolab.methods.ensloss import method as hooks
     from reprolab.methods.ensloss.config import EnsLossConfig
     from reprolab.methods.ensloss.module import BinaryClassifier
@@ -435,34 +435,37 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
     x = torch.randint(0, 256, (n, in_dim), generator=gen, dtype=torch.uint8).float() / 255.0
     y = (torch.rand(n, generator=gen) > 0.5).long()
 
-    def module(loss: str) -> BinaryClassifier:
-        torch.manual_seed(0)
-        return BinaryClassifier(
-            in_dim, cfg.hidden, cfg.depth, loss, cfg.lr, cfg.momentum, cfg.weight_decay, epochs, 0
-        )
+    class EpochTimer:
+        """Reads perf_counter at each training epoch's start and end (module hooks)."""
 
-    class EpochTimer(pl.Callback):
-        def __init__(self, profiler: cProfile.Profile | None = None) -> None:
-            self.times: list[float] = []
-            self.profiler = profiler
+        times: list[float]
+        profiler: cProfile.Profile | None = None
 
-        def on_train_epoch_start(self, trainer, pl_module) -> None:
-            if self.profiler is not None and trainer.current_epoch == 1:
+        def on_train_epoch_start(self) -> None:
+            if self.profiler is not None and self.current_epoch == 1:
                 self.profiler.enable()
             self.t0 = time.perf_counter()
 
-        def on_train_epoch_end(self, trainer, pl_module) -> None:
+        def on_train_epoch_end(self) -> None:
             self.times.append(time.perf_counter() - self.t0)
-            if self.profiler is not None and trainer.current_epoch == epochs - 1:
+            if self.profiler is not None and self.current_epoch == epochs - 1:
                 self.profiler.disable()
 
+    class TimedClassifier(EpochTimer, BinaryClassifier):
+        pass
+
+    def module(loss: str, timed: bool = False) -> BinaryClassifier:
+        torch.manual_seed(0)
+        cls = TimedClassifier if timed else BinaryClassifier
+        return cls(
+            in_dim, cfg.hidden, cfg.depth, loss, cfg.lr, cfg.momentum, cfg.weight_decay, epochs, 0
+        )
+
     def run_lightning(loss: str, profiler: cProfile.Profile | None = None) -> list[float]:
-        timer = EpochTimer(profiler)
-        trainer = make_trainer(epochs, None, callbacks=[timer])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            trainer.fit(module(loss), batches(x, y, bs, 0, shuffle=True))
-        return timer.times
+        m = module(loss, timed=True)
+        m.times, m.profiler = [], profiler
+        fit(m, batches(x, y, bs, 0, shuffle=True), None, epochs)
+        return m.times
 
     def run_plain(loss: str, profiler: cProfile.Profile | None = None) -> list[float]:
         m = module(loss)
@@ -527,12 +530,14 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
         }
         log(f"   ratio {statistics.median(ratios):.2f}x")
 
-    # Lightning's own cost per step: the same loop on a module with (almost) no compute
+    # The loop's own cost per step: the same loop on a module with (almost) no compute
     # (one scalar parameter, a loss that reads the batch's first element), so what is
-    # left is the Trainer's per-step Python; the plain loop does the same arithmetic.
-    log("3. Lightning's own cost per step (a module with no compute) ...")
+    # left is the loop's per-step Python; the plain loop does the same arithmetic. The
+    # Lightning Trainer (lean settings, as the pipeline used it before core.training's
+    # own loop) is measured the same way, for reference.
+    log("3. the loop's own cost per step (a module with no compute) ...")
 
-    class Empty(pl.LightningModule):
+    class EmptyCompute:
         def __init__(self) -> None:
             super().__init__()
             self.w = torch.nn.Parameter(torch.zeros(()))
@@ -543,12 +548,44 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.0)
 
+    class Empty(EpochTimer, EmptyCompute, HistoryModule):
+        pass
+
+    class EmptyForTrainer(EmptyCompute, pl.LightningModule):
+        pass
+
+    class TrainerTimer(pl.Callback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def on_train_epoch_start(self, trainer, pl_module) -> None:
+            self.t0 = time.perf_counter()
+
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            self.times.append(time.perf_counter() - self.t0)
+
     def empty_lightning() -> list[float]:
-        timer = EpochTimer()
-        trainer = make_trainer(epochs, None, callbacks=[timer])
+        m = Empty()
+        m.times = []
+        fit(m, batches(x, y, bs, 0, shuffle=True), None, epochs)
+        return m.times
+
+    def empty_trainer() -> list[float]:
+        timer = TrainerTimer()
+        trainer = pl.Trainer(
+            max_epochs=epochs,
+            accelerator="cpu",
+            devices=1,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            callbacks=[timer],
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trainer.fit(Empty(), batches(x, y, bs, 0, shuffle=True))
+            trainer.fit(EmptyForTrainer(), batches(x, y, bs, 0, shuffle=True))
         return timer.times
 
     def empty_plain() -> list[float]:
@@ -567,7 +604,11 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
             times.append(time.perf_counter() - t0)
         return times
 
-    floor = [per_step_ms(empty_lightning()) - per_step_ms(empty_plain()) for _ in range(rounds)]
+    floor, trainer_floor = [], []
+    for _ in range(rounds):
+        plain_empty = per_step_ms(empty_plain())
+        floor.append(per_step_ms(empty_lightning()) - plain_empty)
+        trainer_floor.append(per_step_ms(empty_trainer()) - plain_empty)
     own_ms = statistics.median(floor)
     plain_ms = out["losses"]["ensloss"]["plain_ms_per_step"]
     out["lightning_own_cost"] = {
@@ -576,8 +617,10 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
         # the smallest plain step for which that cost is within the target ratio
         "min_plain_step_ms_for_target": own_ms / (LIGHTNING_TARGET - 1.0),
         "bench_plain_step_ms": plain_ms,
+        "lightning_trainer_ms_per_step": statistics.median(trainer_floor),
+        "lightning_trainer_runs_ms": trainer_floor,
     }
-    log(f"   {own_ms:.3f} ms per step")
+    log(f"   {own_ms:.3f} ms per step (Lightning Trainer {statistics.median(trainer_floor):.3f})")
 
     # Diagnosis: own time per step, grouped by where the code lives.
     profiled_steps = steps * (epochs - 1)
@@ -669,20 +712,18 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
         x_va, y_va = part_tensors(data, "val")
         m = module("ensloss")
         m.epochs = cfg.epochs
-        trainer = make_trainer(cfg.epochs, None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            trainer.fit(
-                m,
-                batches(x_tr, y_tr, bs, 0, shuffle=True),
-                batches(x_va, y_va, 4096, 0, shuffle=False),
-            )
+        fit(
+            m,
+            batches(x_tr, y_tr, bs, 0, shuffle=True),
+            batches(x_va, y_va, 4096, 0, shuffle=False),
+            cfg.epochs,
+        )
 
     unit_times: dict[str, list[float]] = {
         "train_unit": [],
         "lightning_no_checkpoint": [],
         "plain": [],
-        "make_trainer": [],
+        "make_fabric": [],
     }
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(4):
@@ -693,13 +734,13 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
             t2 = time.perf_counter()
             plain_unit()
             t3 = time.perf_counter()
-            make_trainer(cfg.epochs, Path(tmp) / f"t{i}")
+            make_fabric()
             t4 = time.perf_counter()
             if i:  # the first round warms up
                 unit_times["train_unit"].append(t1 - t0)
                 unit_times["lightning_no_checkpoint"].append(t2 - t1)
                 unit_times["plain"].append(t3 - t2)
-                unit_times["make_trainer"].append(t4 - t3)
+                unit_times["make_fabric"].append(t4 - t3)
         # The pipeline's default: REPROLAB_THREADS unset = all cores (training threads).
         pipeline_threads = int(os.environ.get("REPROLAB_THREADS", os.cpu_count() or 1))
         unit_times[f"train_unit_{pipeline_threads}_threads"] = []
@@ -725,7 +766,7 @@ def lightning_vs_plain(threads: int, rounds: int, epochs: int, steps: int) -> di
         "lightning_no_checkpoint_s": med["lightning_no_checkpoint"],
         "plain_loop_s": med["plain"],
         "ratio": med["train_unit"] / med["plain"],
-        "make_trainer_s": med["make_trainer"],
+        "make_fabric_s": med["make_fabric"],
         "runs_s": unit_times,
     }
     return out
@@ -927,19 +968,19 @@ def markdown(results: dict[str, Any]) -> str:
     if "lightning_own_cost" in lvp:
         own = lvp["lightning_own_cost"]
         lines.append(
-            f"| Lightning's own cost per step (Trainer on a module with no compute, minus "
-            f"a plain loop on it) | {own['ms_per_step']:.2f} ms: within "
-            f"{LIGHTNING_TARGET}x only for a plain step >= "
-            f"{own['min_plain_step_ms_for_target']:.1f} ms (the bench model's: "
-            f"{own['bench_plain_step_ms']:.2f} ms) | info | |"
+            f"| the loop's own cost per step (a module with no compute, minus a plain loop "
+            f"on it) | {own['ms_per_step']:.3f} ms (Lightning Trainer: "
+            f"{own['lightning_trainer_ms_per_step']:.3f} ms): within {LIGHTNING_TARGET}x "
+            f"for a plain step >= {own['min_plain_step_ms_for_target']:.2f} ms (the bench "
+            f"model's: {own['bench_plain_step_ms']:.2f} ms) | info | |"
         )
     if "smoke_unit" in lvp:
         u = lvp["smoke_unit"]
         lines.append(
             f"| one smoke unit: train_unit / plain loop | {u['ratio']:.2f}x "
             f"({u['train_unit_s'] * 1e3:.0f} vs {u['plain_loop_s'] * 1e3:.0f} ms; without "
-            f"last.ckpt {u['lightning_no_checkpoint_s'] * 1e3:.0f} ms; make_trainer "
-            f"{u['make_trainer_s'] * 1e3:.0f} ms) | info | |"
+            f"last.ckpt {u['lightning_no_checkpoint_s'] * 1e3:.0f} ms; make_fabric "
+            f"{u['make_fabric_s'] * 1e3:.0f} ms) | info | |"
         )
         for key, value in u.items():
             if key.startswith("train_unit_at_") and value is not None:

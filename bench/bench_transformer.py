@@ -2,11 +2,11 @@
 
 The shared ViT of ``reprolab.core.transformer`` (the model rotation_fusion, bdia and
 ff_graphs train) on random 28x28 inputs, trained by the project's ``ClassifierModule``
-through ``make_trainer`` (what every method's Lightning path does), and by the
+through ``core.training.fit`` (what every method's Lightning path does), and by the
 equivalent plain loop (same model, Adam, cosine schedule, same batches). Per-step time
 is the median over steady epochs (the first is warm-up); rounds alternate the two so a
 change in the machine's load hits both. Two model sizes, so the fixed per-step cost of
-Lightning shows against steps of different length.
+the training loop shows against steps of different length.
 
     python bench/bench_transformer.py [--rounds 3] [--epochs 4] [--steps 30]
         [--out bench/results/transformer.json]
@@ -19,7 +19,6 @@ import json
 import os
 import statistics
 import time
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,10 +33,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/transformer.json")
     args = parser.parse_args()
 
-    import lightning.pytorch as pl
     import torch
 
-    from reprolab.core.training import ClassifierModule, batches, make_trainer
+    from reprolab.core.training import ClassifierModule, batches, fit
     from reprolab.core.transformer import n_params, vit
 
     torch.set_num_threads(args.threads)
@@ -46,26 +44,21 @@ def main() -> None:
     x = torch.rand(bs * args.steps, 784, generator=gen)
     y = torch.randint(0, 10, (bs * args.steps,), generator=gen)
 
-    class EpochTimer(pl.Callback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
+    class Timed(ClassifierModule):
+        times: list[float]
 
-        def on_train_epoch_start(self, trainer, pl_module) -> None:
+        def on_train_epoch_start(self) -> None:
             self.t0 = time.perf_counter()
 
-        def on_train_epoch_end(self, trainer, pl_module) -> None:
+        def on_train_epoch_end(self) -> None:
             self.times.append(time.perf_counter() - self.t0)
 
     def lightning(size: dict) -> list[float]:
         torch.manual_seed(0)
-        timer = EpochTimer()
-        trainer = make_trainer(args.epochs, None, callbacks=[timer], limit_val_batches=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            trainer.fit(
-                ClassifierModule(vit(**size), 1e-3, args.epochs), batches(x, y, bs, 0, True)
-            )
-        return timer.times
+        module = Timed(vit(**size), 1e-3, args.epochs)
+        module.times = []
+        fit(module, batches(x, y, bs, 0, True), None, args.epochs)
+        return module.times
 
     def plain(size: dict) -> list[float]:
         torch.manual_seed(0)

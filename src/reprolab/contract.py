@@ -72,7 +72,7 @@ class StrictConfig(BaseModel):
 
 
 class TrainerConfig(StrictConfig):
-    """Where and how Lightning trains (``core.training.make_trainer``): the ``trainer``
+    """Where and how Lightning trains (``core.training.make_fabric``): the ``trainer``
     section of params.yaml per profile, overridable per method under
     ``methods.<slug>.<profile>.trainer``. The defaults use a GPU where there is one.
     A method whose training is not a Lightning fit (an LP, a closed form, a plain loop)

@@ -1,12 +1,11 @@
-"""Lightning data parallelism from params (``trainer: {devices: 2, strategy: ddp_spawn}``):
-one unit trained by 2 CPU processes (gloo) ends where 1 process ends at the same
-effective batch size (2 x 16 vs 32), to float reduction order (stated: 1e-5 on every
-weight, identical predictions).
+"""Data parallelism from params (``trainer: {devices: 2, strategy: ddp_spawn}``): one
+unit trained by 2 CPU processes (gloo) through ``core.training.fit`` ends where a plain
+single-process fit ends at the same effective batch size (2 x 16 vs 32), to float
+reduction order (stated: 1e-5 on every weight, identical predictions).
 
-Both runs use the DDP strategy: under it Lightning feeds the data through its
-DistributedSampler, which shuffles (seeded) even a loader built with ``shuffle=False``,
-so a DDP run sees the data in another order than a plain single-process fit and is
-compared with the 1-process DDP run, which sees the same order."""
+Under DDP, Fabric feeds each process through a DistributedSampler that keeps an
+unshuffled loader unshuffled: rank r gets every other sample, so step k of the two ranks
+together sees the 32 samples of the single process's step k."""
 
 from __future__ import annotations
 
@@ -21,15 +20,14 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow
 
 SCRIPT = r"""
-import json, sys
+import json
 import torch
 from torch.utils.data import DataLoader, TensorDataset
-from reprolab import contract, registry
 from reprolab.contract import TrainerConfig
-from reprolab.core.training import ClassifierModule, make_trainer
+from reprolab.core.training import ClassifierModule, fit
 
 
-def fit(devices, batch, strategy):
+def run(devices, batch, strategy):
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(256, 10, generator=gen)
     y = (x[:, 0] + x[:, 1] > 0).long() + (x[:, 2] > 1).long()
@@ -37,22 +35,19 @@ def fit(devices, batch, strategy):
     net = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.Tanh(), torch.nn.Linear(32, 3))
     module = ClassifierModule(net, lr=0.01, epochs=4)
     settings = TrainerConfig(accelerator="cpu", devices=devices, strategy=strategy)
-    contract.enter_stage(registry.get("ensloss"), ".", settings)
-    trainer = make_trainer(4, None)
-    # Lightning's DistributedSampler gives rank r every other sample of its (seeded)
-    # order, so step k of the two ranks together sees the 32 samples of 1-process step k
-    trainer.fit(module, DataLoader(TensorDataset(x, y), batch_size=batch, shuffle=False))
+    state = fit(module, DataLoader(TensorDataset(x, y), batch_size=batch), None, 4,
+                settings=settings)
     with torch.no_grad():
-        pred = net(x).argmax(-1)
-    return net, pred, trainer.world_size
+        pred = module.net(x).argmax(-1)
+    return module.net, pred, state.world_size, state.global_step
 
 
 if __name__ == "__main__":
-    one, pred1, w1 = fit(1, 32, "ddp_spawn")
-    two, pred2, w2 = fit(2, 16, "ddp_spawn")
-    diff = max(float((a - b).abs().max()) for a, b in zip(one.parameters(), two.parameters()))
+    one, pred1, w1, s1 = run(1, 32, "auto")
+    two, pred2, w2, s2 = run(2, 16, "ddp_spawn")
+    diff = max(float((a - b).detach().abs().max()) for a, b in zip(one.parameters(), two.parameters()))
     print("RESULT " + json.dumps({
-        "world_sizes": [w1, w2], "max_weight_diff": diff,
+        "world_sizes": [w1, w2], "steps": [s1, s2], "max_weight_diff": diff,
         "same_predictions": bool(torch.equal(pred1, pred2)),
     }))
 """
@@ -68,5 +63,6 @@ def test_two_process_ddp_matches_one_process_at_the_same_effective_batch(tmp_pat
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
     out = json.loads(lines[-1][len("RESULT ") :])
     assert out["world_sizes"] == [1, 2]
+    assert out["steps"] == [32, 32]  # 4 epochs x 8 steps in both
     assert out["max_weight_diff"] < 1e-5, out
     assert out["same_predictions"]

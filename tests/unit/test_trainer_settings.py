@@ -1,4 +1,4 @@
-"""params.yaml's trainer section reaches Lightning (core.training.make_trainer)."""
+"""params.yaml's trainer section reaches Lightning Fabric (core.training.make_fabric)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ from reprolab.contract import TrainerConfig
 from reprolab.core import training
 
 
-def test_make_trainer_uses_the_running_stages_settings(tmp_path):
+def test_make_fabric_uses_the_running_stages_settings(tmp_path):
     try:
         contract.enter_stage(
             registry.get("ensloss"), tmp_path, TrainerConfig(precision="bf16-mixed")
         )
-        trainer = training.make_trainer(1, None)
-        assert trainer.precision == "bf16-mixed"
-        expected = "CUDAAccelerator" if torch.cuda.is_available() else "CPUAccelerator"
-        assert type(trainer.accelerator).__name__ == expected  # auto
-        assert trainer.num_devices == 1
+        fabric = training.make_fabric()
+        assert type(fabric._precision).__name__ == "MixedPrecision"
+        assert fabric._precision.precision == "bf16-mixed"
+        expected = "cuda" if torch.cuda.is_available() else "cpu"
+        assert fabric.device.type == expected  # auto
+        assert fabric.world_size == 1
     finally:
         contract._STAGE.clear()
-    assert training.make_trainer(1, None).precision == "32-true"  # outside a stage
+    outside = training.make_fabric()  # outside a stage: the defaults
+    assert type(outside._precision).__name__ == "Precision"

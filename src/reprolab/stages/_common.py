@@ -111,7 +111,7 @@ def context(slug: str, stage: str, root: Path) -> StageContext:
     preflight(os.environ["MLFLOW_TRACKING_URI"])
     spec = registry.get(slug)
     cfg = project.method(slug)
-    # for contract.asset_folder and core.training.make_trainer in the hooks
+    # for contract.asset_folder and core.training.make_fabric in the hooks
     enter_stage(spec, root, cfg.trainer)
     return StageContext(
         root=root,

@@ -19,8 +19,6 @@ import shutil
 import time
 from pathlib import Path
 
-import torch
-
 from reprolab import executor
 from reprolab.contract import TrainedUnit, Unit, is_runtime_metric
 from reprolab.core import io
@@ -192,13 +190,13 @@ def _train_on_dask(slug, root, fingerprint, todo, record, total) -> None:
 def _check_resume(resume: Path, label: str) -> None:
     """Say which epoch an interrupted unit resumes from; drop a checkpoint that cannot
     be read (the unit then starts over instead of failing)."""
-    from reprolab.core.training import LAST
+    from reprolab.core.training import LAST, read_checkpoint
 
     last = resume / LAST
     if not last.is_file():
         return
     try:
-        epoch = int(torch.load(last, map_location="cpu", weights_only=True)["epoch"])
+        epoch = int(read_checkpoint(last)["epoch"])
     except Exception as exc:  # truncated or foreign file: never resume from it
         log(f"{label}: {last} is unreadable ({type(exc).__name__}); training it from scratch")
         shutil.rmtree(resume, ignore_errors=True)

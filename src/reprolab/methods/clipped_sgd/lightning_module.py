@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 
-import lightning.pytorch as pl
 import numpy as np
 import torch
+
+from reprolab.core.training import HistoryModule
 
 
 def clip_rows(g: torch.Tensor, c: float) -> torch.Tensor:
@@ -23,8 +24,9 @@ def clip_rows(g: torch.Tensor, c: float) -> torch.Tensor:
 class ClippedPerformativeSGD(torch.optim.Optimizer):
     """PCSGD / DiceSGD on a (chains, d) parameter, from per-sample gradients.
 
-    ``step(per_sample_grads=...)`` takes gradients of shape (chains, batch, d), clips each
-    per-sample gradient, averages over the batch and updates every chain:
+    ``step()`` reads the per-sample gradients from the parameter's ``grad_sample``
+    (Opacus's convention; shape (chains, batch, d)), clips each, averages over the batch
+    and updates every chain:
       pcsgd (and the non-binding control): theta <- P_X(theta - gamma_t (mean clip_c(g) + zeta))
       dicesgd: v = mean clip_C1(g) + clip_C2(e); theta <- theta - gamma_t (v + zeta);
                e <- e + mean g - v
@@ -57,14 +59,15 @@ class ClippedPerformativeSGD(torch.optim.Optimizer):
         super().__init__(params, defaults)
 
     @torch.no_grad()
-    def step(self, closure=None, per_sample_grads: torch.Tensor | None = None):
-        if closure is not None:  # Lightning's manual-optimization hooks
+    def step(self, closure=None):
+        if closure is not None:
             with torch.enable_grad():
                 closure()
-        if per_sample_grads is None:
-            raise ValueError("ClippedPerformativeSGD.step needs per_sample_grads")
         for group in self.param_groups:
             (theta,) = group["params"]
+            per_sample_grads = getattr(theta, "grad_sample", None)
+            if per_sample_grads is None:
+                raise ValueError("ClippedPerformativeSGD.step: set theta.grad_sample first")
             state = self.state[theta]
             t = int(state.get("step", 0))
             gamma = group["lr"] * group["lr_t0"] / (group["lr_t0"] + t)
@@ -87,7 +90,7 @@ class ClippedPerformativeSGD(torch.optim.Optimizer):
             state["step"] = t + 1
 
 
-class StrategicClassification(pl.LightningModule):
+class StrategicClassification(HistoryModule):
     """Chains of PCSGD / DiceSGD on strategic classification, one iteration per step.
 
     The data loader only paces the epochs: each step draws its minibatch from D(theta_t)
@@ -158,7 +161,8 @@ class StrategicClassification(pl.LightningModule):
         idx = torch.randint(len(self.y), (self.chains, self.batch), generator=gen)
         grads = self.per_sample_grads(self.theta.detach(), idx)
         self.n_clipped += int((grads.norm(dim=-1) > self.opt_args["clip"]).sum())
-        self.optimizers().step(per_sample_grads=grads)
+        self.theta.grad_sample = grads
+        self.optimizers().step()
         self._record(t + 1)
 
     def configure_optimizers(self):
