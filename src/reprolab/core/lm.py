@@ -635,11 +635,7 @@ def _make_lora_module_class():
             self._batches += 1
             return loss
 
-        def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-            # the epoch's entry is written at its last batch: LastCheckpoint saves in the
-            # callbacks' on_train_epoch_end, which Lightning runs before the module's
-            if batch_idx + 1 < self.trainer.num_training_batches:
-                return
+        def on_train_epoch_end(self) -> None:
             self.history.append(
                 {
                     "epoch": self.current_epoch,

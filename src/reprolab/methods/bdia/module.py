@@ -43,8 +43,6 @@ class ViTClassifier(ClassifierModule):
         return loss
 
     def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking:
-            return
         super().on_validation_epoch_end()
         self.history[-1]["saved_mb"] = self._saved_max / 2**20
         self._saved_max = 0

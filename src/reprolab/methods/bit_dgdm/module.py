@@ -64,8 +64,6 @@ class DiffusionModule(HistoryModule):
         self._val[2] += 1
 
     def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking:
-            return
         nb = max(self._val[2], 1)
         self.history.append(
             {

@@ -75,13 +75,10 @@ class SSLModule(HistoryModule):
             self._sums[k] = self._sums.get(k, 0.0) + v
         self._batches += 1
 
-    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-        # Written here, not in on_train_epoch_end: Lightning runs the checkpoint
-        # callback's epoch-end hook first, and the saved history must include this epoch.
-        if batch_idx == self.trainer.num_training_batches - 1:
-            entry = {k: v / max(self._batches, 1) for k, v in self._sums.items()}
-            self.history.append({"epoch": self.current_epoch, **entry})
-            self._sums, self._batches = {}, 0
+    def on_train_epoch_end(self) -> None:
+        entry = {k: v / max(self._batches, 1) for k, v in self._sums.items()}
+        self.history.append({"epoch": self.current_epoch, **entry})
+        self._sums, self._batches = {}, 0
 
     def configure_optimizers(self):
         opt = torch.optim.Adam(

@@ -67,8 +67,6 @@ class ScoreClassifier(HistoryModule):
         self._val_n = getattr(self, "_val_n", 0) + len(y)
 
     def on_validation_epoch_end(self) -> None:
-        if self.trainer.sanity_checking:
-            return
         self.history.append(
             {
                 "epoch": self.current_epoch,
