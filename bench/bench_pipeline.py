@@ -35,30 +35,32 @@ What is measured, and how
    ``python -c pass``.
 2. **No-op ``dvc repro``** on that copy after the full run: median of 3 (plain
    environment, no probe). Target <= 2 s.
-3. **Lightning vs plain PyTorch per step** on the EnsLoss model: ``BinaryClassifier``
-   (same ``mlp``), the smoke config's width/depth/batch/lr/momentum, MNIST-shaped
-   synthetic data (784 inputs, ``--steps`` batches per epoch) fed by
-   ``core.training.batches``, SGD with momentum and a cosine schedule stepped per
-   epoch. Lightning runs under ``core.training.make_trainer`` (lean settings, no
-   checkpointing, no validation) with one callback that reads ``perf_counter`` at
-   each training epoch's start and end; the plain loop does forward, the same loss
-   (same per-step generator seeding), zero_grad, backward and step by hand and is timed
-   per epoch the same way. The first epoch of every run is dropped (warm-up), so
-   Trainer construction and set-up are excluded. Per-step time = median epoch time /
-   steps. Runs alternate Lightning/plain for ``--rounds`` rounds; the ratio is the
-   median of the per-round ratios (pairs run back to back, so load drift cancels).
+3. **Lightning module vs plain PyTorch per step** on the EnsLoss model:
+   ``BinaryClassifier`` (same ``mlp``), the smoke config's width/depth/batch/lr/momentum,
+   MNIST-shaped synthetic data (784 inputs, ``--steps`` batches per epoch) fed by
+   ``core.training.batches``, SGD with momentum and a cosine schedule stepped per epoch.
+   The module trains under ``core.training.fit`` (the loop every method uses; no
+   checkpoint, no validation) and reads ``perf_counter`` in its own
+   ``on_train_epoch_start`` / ``on_train_epoch_end`` hooks; the plain loop does forward,
+   the same loss (same per-step generator seeding), zero_grad, backward and step by hand
+   and is timed per epoch the same way. The first epoch of every run is dropped
+   (warm-up), so Fabric's set-up is excluded. Per-step time = median epoch time / steps.
+   Runs alternate module/plain for ``--rounds`` rounds; the ratio is the median of the
+   per-round ratios (pairs run back to back, so load drift cancels).
    ``torch.set_num_threads(--threads)`` is set for both (default 1: the machine is
-   shared and the model is small). Target <= 1.15x. Lightning's own cost per step:
-   the same Trainer and a plain loop on a module with one scalar parameter and no
-   compute; their per-step difference is the Trainer's Python per step, and
-   cost / 0.15 is the smallest plain step the 1.15x target can hold for.
+   shared and the model is small). Target <= 1.15x. The loop's own cost per step: the
+   loop and a plain loop on a module with one scalar parameter and no compute; their
+   per-step difference is the loop's Python per step, and cost / 0.15 is the smallest
+   plain step the 1.15x target holds for. The Lightning Trainer (lean settings: no
+   logger, progress bar, model summary, checkpointing or sanity check), which the
+   pipeline used before, is measured the same way for reference.
    Diagnosis: both loops are run once more under cProfile (steady epochs only); the
    per-step own time is grouped by where the code lives (lightning, torch Python,
    C/builtins, reprolab, other), and the top Lightning functions are listed. For
-   context, one whole smoke-sized unit through the real ``train_unit`` (Trainer
-   construction, a validation pass and a ``last.ckpt`` every epoch) is timed against
-   the same Lightning fit without the checkpoint callback and against the equivalent
-   plain loop (median of 3 after one warm-up round).
+   context, one whole smoke-sized unit through the real ``train_unit`` (Fabric set-up, a
+   validation pass and a ``last.ckpt`` every epoch) is timed against the same fit
+   without a checkpoint and against the equivalent plain loop (median of 3 after one
+   warm-up round).
 4. **int8 vs fp32** on the EnsLoss MLP (784 -> h -> h -> 1, h = the smoke width and
    1024) at batch 1 and 256: ``core.quant.quantize`` (``int8_dynamic``), latency by
    ``core.quant.latency_ms`` (median of ``--quant-repeats`` interleaved calls of its
@@ -401,7 +403,7 @@ def noop_repro(project: Path, repeats: int = 3) -> dict[str, Any]:
     return {"runs_s": times, "median_s": med, "reported_up_to_date": up_to_date}
 
 
-# ---------------------------------------------------------------- 3. Lightning vs plain
+# ---------------------------------------------------------------- 3. Lightning module vs plain
 
 
 def _owner(filename: str) -> str:
@@ -960,7 +962,8 @@ def markdown(results: dict[str, Any]) -> str:
     for loss, r in lvp.get("losses", {}).items():
         target = t["lightning_over_plain"] if loss == "ensloss" else None
         lines.append(
-            f"| Lightning / plain per step, loss={loss} ({lvp['threads']} thread) "
+            f"| Lightning module in core.training.fit / plain loop, per step, loss={loss} "
+            f"({lvp['threads']} thread) "
             f"| {r['ratio']:.2f}x ({r['lightning_ms_per_step']:.2f} vs "
             f"{r['plain_ms_per_step']:.2f} ms) | {target['target'] if target else 'info'} "
             f"| {verdict(target['pass']) if target else ''} |"
@@ -1069,7 +1072,7 @@ def markdown(results: dict[str, Any]) -> str:
     if prof:
         lines += [
             "",
-            "## Lightning vs plain: cProfile own time per step (ms), steady epochs",
+            "## core.training.fit vs plain: cProfile own time per step (ms), steady epochs",
             "",
             "| where | Lightning | plain | difference |",
             "|---|---|---|---|",

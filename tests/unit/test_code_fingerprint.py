@@ -109,3 +109,21 @@ def test_dvc_yaml_validate_covers_what_the_fingerprints_hash():
         deps = stages[name]["do"]["deps"]
         assert "data/config/${key}.code.json" in deps, name
         assert f"src/reprolab/stages/{name}.py" in deps, name
+
+
+def test_train_resume_digest_ignores_comments_and_follows_code(tmp_path):
+    from reprolab.stages._common import code_digest
+
+    folder = tmp_path / "m"
+    shutil.copytree(
+        ROOT / "src/reprolab/methods/dp_noise", folder, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    before = code_digest(folder)
+    path = folder / "method.py"
+    text = path.read_text()
+    future = "from __future__ import annotations\n"
+    assert future in text
+    path.write_text("# a new comment line\n" + text.replace(future, future[:-1] + "  # note\n"))
+    assert code_digest(folder) == before
+    path.write_text(text + "\nEXTRA = 1\n")
+    assert code_digest(folder) != before

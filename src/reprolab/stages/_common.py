@@ -221,12 +221,15 @@ class _LazyHistories(Mapping):
 
 
 def code_digest(*folders: Path) -> str:
-    """Hash of the Python sources a stage's results depend on (for resume safety)."""
+    """Hash of the Python sources a stage's results depend on (for resume safety), as
+    :func:`reprolab.stages.validate.code_text` sees them: a comment edit keeps it."""
+    from reprolab.stages.validate import code_text
+
     digest = hashlib.sha256()
     for folder in folders:
         files = [folder] if folder.is_file() else sorted(folder.rglob("*.py"))
         for path in files:
             rel = path.name if folder.is_file() else path.relative_to(folder).as_posix()
             digest.update(rel.encode())
-            digest.update(path.read_bytes())
+            digest.update(code_text(path.read_bytes()))
     return digest.hexdigest()
