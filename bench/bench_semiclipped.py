@@ -8,9 +8,10 @@ TVN-corrected transcriptomics, the CLIP loss against the frozen image embeddings
 the same minibatches (distinct perturbations, weak pairs). Measured: wall time of
 ``--epochs`` epochs after one warm-up epoch, divided by the number of optimisation
 steps; median over ``--repeats`` runs. The plain loop is ``method.make_step``; the
-Lightning one is a LightningModule with the same loss and optimiser, fitted with
-``Trainer(max_epochs, no logger, no checkpointing, no progress bar)``, so the
-difference is Lightning's per-step overhead.
+Lightning rows train a LightningModule with the same loss and optimiser, once with
+``core.training.fit`` (the loop the pipeline's Lightning methods use) and once with the
+Lightning ``Trainer(max_epochs, no logger, no checkpointing, no progress bar)``, so each
+difference is that loop's per-step overhead.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def main() -> None:
     import torch
     from torch.utils.data import DataLoader
 
+    from reprolab.core.training import HistoryModule, fit
     from reprolab.methods.semiclipped import method
     from reprolab.methods.semiclipped.config import SemiClippedConfig
 
@@ -65,7 +67,7 @@ def main() -> None:
                 step(x, y)
         return time.perf_counter() - t
 
-    class Module(L.LightningModule):
+    class Compute:
         def __init__(self):
             super().__init__()
             self.net = method.adapter(cfg.tx_dim, cfg.hidden, cfg.img_dim)
@@ -76,6 +78,21 @@ def main() -> None:
 
         def configure_optimizers(self):
             return torch.optim.Adam(self.parameters(), lr=cfg.lr)
+
+    class Module(Compute, L.LightningModule):
+        pass
+
+    class FitModule(Compute, HistoryModule):
+        pass
+
+    def fitted() -> float:
+        torch.manual_seed(0)
+        module = FitModule()
+        fit(module, DataLoader(epochs[0], batch_size=None), None, 1)
+        flat = [b for e in epochs[1:] for b in e]
+        t = time.perf_counter()
+        fit(module, DataLoader(flat, batch_size=None), None, 1)
+        return time.perf_counter() - t
 
     def lightning() -> float:
         torch.manual_seed(0)
@@ -93,7 +110,11 @@ def main() -> None:
 
     load_before = os.getloadavg()
     rows = {}
-    for name, fn in (("plain loop", plain), ("lightning", lightning)):
+    for name, fn in (
+        ("plain loop", plain),
+        ("core.training.fit", fitted),
+        ("lightning Trainer", lightning),
+    ):
         times = [fn() for _ in range(args.repeats)]
         rows[name] = {
             "ms_per_step": 1000 * statistics.median(times) / n_steps,
@@ -105,7 +126,10 @@ def main() -> None:
         "threads": args.threads,
         "repeats": args.repeats,
         "rows": rows,
-        "overhead_ratio": rows["lightning"]["ms_per_step"] / rows["plain loop"]["ms_per_step"],
+        "fit_over_plain": rows["core.training.fit"]["ms_per_step"]
+        / rows["plain loop"]["ms_per_step"],
+        "trainer_over_plain": rows["lightning Trainer"]["ms_per_step"]
+        / rows["plain loop"]["ms_per_step"],
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
     }
@@ -117,7 +141,8 @@ def main() -> None:
         for k, v in rows.items()
     ]
     md.append(
-        f"\nLightning / plain: {result['overhead_ratio']:.2f}x (threads {args.threads}, "
+        f"\ncore.training.fit / plain: {result['fit_over_plain']:.2f}x; Lightning Trainer / "
+        f"plain: {result['trainer_over_plain']:.2f}x (threads {args.threads}, "
         f"load {load_before[0]:.2f} -> {result['load_average_after'][0]:.2f})"
     )
     text = "\n".join(md) + "\n"
