@@ -196,3 +196,28 @@ def test_trainer_is_only_there_while_fitting():
     with pytest.raises(RuntimeError, match="is not being fitted"):
         _ = m.trainer
     assert (m.current_epoch, m.global_step) == (0, 0)
+
+
+def test_bf16_mixed_runs_the_forward_in_bf16_and_keeps_fp32_weights():
+    from reprolab.contract import TrainerConfig
+
+    class Probe(Ours):
+        dtypes: list = []
+
+        def training_step(self, batch, batch_idx):
+            self.dtypes.append(self.net(batch[0]).dtype)
+            return super().training_step(batch, batch_idx)
+
+    full, mixed = Ours(), Probe()
+    fit(full, *loaders(), EPOCHS)
+    fit(
+        mixed, *loaders(), EPOCHS, settings=TrainerConfig(accelerator="cpu", precision="bf16-mixed")
+    )
+    assert set(Probe.dtypes) == {torch.bfloat16}  # autocast around training_step
+    assert all(p.dtype == torch.float32 for p in mixed.parameters())
+    # bf16 keeps 8 mantissa bits: the two runs drift apart, but not far in 24 steps
+    diff = max(
+        float((a - b).detach().abs().max())
+        for a, b in zip(full.parameters(), mixed.parameters(), strict=True)
+    )
+    assert 0 < diff < 0.1

@@ -15,13 +15,13 @@ What a module sees is the Trainer's vocabulary: ``self.current_epoch``,
 called: ``configure_optimizers`` and ``on_fit_start`` once; per epoch
 ``on_train_epoch_start``; per batch ``training_step`` (then, under automatic
 optimization: zero_grad, backward, ``configure_gradient_clipping``, optimizer step)
-and ``on_train_batch_end``; with a validation loader ``validation_step`` per batch and
-``on_validation_epoch_end`` (eval mode, inference mode, the modules' train/eval modes
-restored after); then ``on_train_epoch_end``, the epoch's learning-rate schedule step
-and the checkpoint, whose dict passes through ``on_save_checkpoint`` /
-``on_load_checkpoint``; ``on_fit_end`` last.
-A module that overrides any other Lightning hook is refused before training starts,
-naming the hook.
+and ``on_train_batch_end``; with a validation loader, ``validation_step`` per batch and
+``on_validation_epoch_end`` (eval mode and inference mode, each submodule's train/eval
+mode restored after); ``on_train_epoch_end``; then the epoch's learning-rate schedule
+step and the checkpoint, whose dict passes through ``on_save_checkpoint`` /
+``on_load_checkpoint``; ``on_fit_end`` last. ``training_step`` and ``validation_step``
+run under the precision's autocast, as under the Trainer. A module that overrides any
+other Lightning hook is refused before training starts, naming the hook.
 
 Training is resumable: ``last.ckpt`` is written into the unit's resume folder after
 every epoch (after all of the epoch's hooks, atomically) and picked up by the next
@@ -305,7 +305,8 @@ def _run(fabric, module, train, val, max_epochs: int, resume_dir: Path | None, p
         _set_epoch(train, epoch)
         module.on_train_epoch_start()
         for i, batch in enumerate(train):
-            out = model.training_step(batch, i)
+            with fabric.autocast():  # the precision's autocast (a no-op at 32-true)
+                out = model.training_step(batch, i)
             loss = out["loss"] if isinstance(out, Mapping) else out
             if auto and loss is not None:
                 opt.zero_grad()
@@ -320,7 +321,8 @@ def _run(fabric, module, train, val, max_epochs: int, resume_dir: Path | None, p
             module.eval()
             with torch.inference_mode():
                 for j, batch in enumerate(val):
-                    model.validation_step(batch, j)
+                    with fabric.autocast():
+                        model.validation_step(batch, j)
                 module.on_validation_epoch_end()
             for m, training in modes:
                 m.training = training
