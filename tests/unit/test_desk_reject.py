@@ -73,7 +73,7 @@ def test_cvpr_rule_and_costs_on_hand_worked_example():
     assert metrics["mean_cost"] == 0.5 and metrics["innocent_hit_frac"] == 1.0
     assert metrics["avoidable_hit"] == 1.0 and metrics["no_ideal"] == 0.0
     for policy in ("lp_rounded", "milp_average", "milp_worst_case"):
-        sol = policies.solve(policy, inst, time_limit=10)
+        sol = policies.solve(policy, inst, node_limit=1000)
         assert sol.keep.tolist() == [0, 1, 1], policy
 
 
@@ -101,15 +101,17 @@ def test_lp_is_fractional_on_the_triangle_and_rounding_stays_feasible():
     rounded = policies.lp_rounded(inst)
     assert rounded.keep.sum() == 1 and rounded.info["lp_fractional"] == 3
     assert policies.mean_cost_of(inst, rounded.keep) == pytest.approx(1 / 3)
-    assert policies.mean_cost_of(inst, policies.milp_average(inst, 10).keep) == pytest.approx(1 / 3)
+    assert policies.mean_cost_of(inst, policies.milp_average(inst, 1000).keep) == pytest.approx(
+        1 / 3
+    )
 
 
 def test_solvers_match_brute_force_on_tiny_instances(tiny_cases):
     for papers, n, b in tiny_cases:
         inst = Instance.from_papers(papers, b, n_authors=n)
         ref = brute_force(papers, n, b)
-        avg = policies.milp_average(inst, 10)
-        worst = policies.milp_worst_case(inst, 10)
+        avg = policies.milp_average(inst, 1000)
+        worst = policies.milp_worst_case(inst, 1000)
         lp = policies.lp_rounded(inst)
         for sol in (avg, worst, lp, policies.cvpr_rule(inst)):
             assert policies.is_feasible(inst, sol.keep)
@@ -185,6 +187,19 @@ def test_the_dilemma_appears_at_three_authors_and_not_before():
     assert not dilemma.ideal_by_brute_force(np.array([0b011, 0b101]), 3, 1)
     three = dilemma.enumerate_task(3, [1], 4)
     assert (three["ideal"] == 0).sum() > 0
+
+
+def test_a_solve_stopped_by_its_node_limit_is_repeatable():
+    # a dense instance whose worst-case MILP needs ~150 branch-and-bound nodes: stopped
+    # after 20 it is not optimal, and stops at the same point every time (a work budget,
+    # where a time limit would stop wherever the machine's speed put it)
+    inst = synthetic_instance(50, 2, 1, "tight", 0.5, 2.0, 8, 0.5)
+    runs = [policies.milp_worst_case(inst, 20) for _ in range(3)]
+    assert not runs[0].optimal
+    assert all(np.array_equal(r.keep, runs[0].keep) for r in runs)
+    full = policies.milp_worst_case(inst, 100_000)
+    assert full.optimal
+    assert full.info["worst_case_t"] <= runs[0].info["worst_case_t"] + 1e-12
 
 
 def test_generator_is_seeded_and_heavy_tailed():

@@ -56,6 +56,6 @@ SPEC = MethodSpec(
         "tiny_authors": [2, 3],
         "tiny_limits": [1],
         "tiny_max_papers": 3,
-        "milp_time_limit": 5.0,
+        "milp_node_limit": 2_000,
     },
 )

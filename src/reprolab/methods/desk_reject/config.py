@@ -27,7 +27,9 @@ class DeskRejectConfig(MethodConfig):
     tiny_max_papers: int = Field(default=4, ge=1, le=5)
     # solvers
     milp_max_papers: int = Field(default=1000, ge=1)  # larger instances skip the MILPs
-    milp_time_limit: float = Field(default=20.0, gt=0)  # seconds per MILP solve
+    # branch-and-bound nodes per MILP solve: a work budget, so a solve the budget stops
+    # ends at the same point on any machine (a time limit made results machine-dependent)
+    milp_node_limit: int = Field(default=10_000, ge=1)
 
     @field_validator("sizes", "tight_sizes")
     @classmethod
@@ -84,6 +86,6 @@ PROFILE_DEFAULTS = {
         "tight_sizes": [50, 100, 200],
         "tiny_max_papers": 5,
         "milp_max_papers": 4000,
-        "milp_time_limit": 20.0,
+        "milp_node_limit": 10_000,
     },
 }

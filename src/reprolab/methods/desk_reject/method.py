@@ -132,7 +132,7 @@ def train_unit(
     seconds, optimal, costs = 0.0, 0, []
     extra: dict[str, list[float]] = {}
     for r, inst in enumerate(instances):
-        sol = solve(unit.variant, inst, cfg.milp_time_limit)
+        sol = solve(unit.variant, inst, cfg.milp_node_limit)
         keep[r, : inst.n_papers] = sol.keep
         seconds += sol.seconds
         optimal += int(sol.optimal)

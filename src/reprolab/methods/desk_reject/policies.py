@@ -195,7 +195,9 @@ def lp_rounded(inst: Instance) -> Solution:
     )
 
 
-def _milp(c, integrality, constraints, time_limit: float):
+def _milp(c, integrality, constraints, node_limit: int):
+    """HiGHS branch and cut, stopped after ``node_limit`` branch-and-bound nodes (a work
+    budget, unlike a time limit: a stopped solve gives the same point on any machine)."""
     from scipy.optimize import Bounds, milp
 
     res = milp(
@@ -203,14 +205,14 @@ def _milp(c, integrality, constraints, time_limit: float):
         integrality=integrality,
         bounds=Bounds(0.0, 1.0),
         constraints=constraints,
-        options={"time_limit": float(time_limit), "disp": False},
+        options={"node_limit": int(node_limit), "disp": False},
     )
     if res.x is None:
         raise RuntimeError(f"MILP found no feasible point: {res.message}")
     return res
 
 
-def milp_average(inst: Instance, time_limit: float) -> Solution:
+def milp_average(inst: Instance, node_limit: int) -> Solution:
     """Exact average fairness: max w.x s.t. A x <= b, x in {0,1}^m (HiGHS branch and cut)."""
     from scipy.optimize import LinearConstraint
 
@@ -219,13 +221,13 @@ def milp_average(inst: Instance, time_limit: float) -> Solution:
         -average_weights(inst),
         np.ones(inst.n_papers),
         [LinearConstraint(inst.matrix(), -np.inf, float(inst.limit))],
-        time_limit,
+        node_limit,
     )
     keep = np.round(res.x).astype(np.int64)
     return Solution(keep, time.perf_counter() - t0, optimal=res.status == 0)
 
 
-def milp_worst_case(inst: Instance, time_limit: float) -> Solution:
+def milp_worst_case(inst: Instance, node_limit: int) -> Solution:
     """Worst-case fairness, lexicographically: first t* = min_x max_i c_i(x) (variables x
     and t, constraints A x <= b and (A x)_i / min(b, s_i) + t >= 1), then the lowest mean
     cost among the x with max cost t* (ties in the max are common, e.g. t* = 1)."""
@@ -246,21 +248,20 @@ def milp_worst_case(inst: Instance, time_limit: float) -> Solution:
             LinearConstraint(limit_rows, -np.inf, float(inst.limit)),
             LinearConstraint(scaled, 1.0, np.inf),
         ],
-        time_limit,
+        node_limit,
     )
     keep1 = np.round(stage1.x[:m]).astype(np.int64)
     t_star = float(author_costs(inst, keep1).max())
     # (A x)_i is an integer, so max cost <= t* is (A x)_i >= ceil(d_i (1 - t*)) exactly.
     floor_kept = np.ceil(d * (1.0 - t_star) - 1e-6)
-    remaining = max(1.0, time_limit - (time.perf_counter() - t0))
     stage2 = _milp(
         -average_weights(inst),
         np.ones(m),
         [LinearConstraint(a, floor_kept, float(inst.limit))],
-        remaining,
+        node_limit,
     )
     keep = np.round(stage2.x).astype(np.int64)
-    if author_costs(inst, keep).max() > t_star + 1e-9:  # time limit: keep stage 1's x
+    if author_costs(inst, keep).max() > t_star + 1e-9:  # node limit: keep stage 1's x
         keep = keep1
     return Solution(
         keep,
@@ -270,15 +271,15 @@ def milp_worst_case(inst: Instance, time_limit: float) -> Solution:
     )
 
 
-def solve(policy: str, inst: Instance, time_limit: float) -> Solution:
+def solve(policy: str, inst: Instance, node_limit: int) -> Solution:
     if policy == "cvpr_rule":
         return cvpr_rule(inst)
     if policy == "lp_rounded":
         return lp_rounded(inst)
     if policy == "milp_average":
-        return milp_average(inst, time_limit)
+        return milp_average(inst, node_limit)
     if policy == "milp_worst_case":
-        return milp_worst_case(inst, time_limit)
+        return milp_worst_case(inst, node_limit)
     raise ValueError(f"unknown policy {policy!r}")
 
 
