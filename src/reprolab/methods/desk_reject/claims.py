@@ -42,7 +42,7 @@ class NearOptimal:
     Method-specific: it pairs three variants (method, exact optimum, baseline) and tests
     the share of the baseline-to-optimum improvement the method loses, a rule no core
     check (two-variant differences) expresses; it also reports the MILPs stopped by
-    their time limit."""
+    their node limit."""
 
     method: str = "lp_rounded"
     optimum: str = "milp_average"
@@ -84,7 +84,7 @@ class NearOptimal:
                 f"{self.method} - {self.optimum} = {iv.mean:.4g} over {iv.n} instances, "
                 f"{share:.1%} of the {self.baseline} -> optimum improvement "
                 f"{improvement.mean():.4g} (rule: < {self.share:.0%}); "
-                f"{int((flags < 1).sum())} MILPs stopped at the time limit"
+                f"{int((flags < 1).sum())} MILPs stopped at the node limit"
             ),
         }
 
