@@ -7,7 +7,7 @@ Both trainers run the same work on the smoke simulator's first draw: the MLP ada
 TVN-corrected transcriptomics, the CLIP loss against the frozen image embeddings, Adam,
 the same minibatches (distinct perturbations, weak pairs). Measured: wall time of
 ``--epochs`` epochs after one warm-up epoch, divided by the number of optimisation
-steps; median over ``--repeats`` runs. The plain loop is ``method.make_step``; the
+steps; median over ``--repeats`` runs. The plain loop is written out here; the
 Lightning rows train a LightningModule with the same loss and optimiser, once with
 ``core.training.fit`` (the loop the pipeline's Lightning methods use) and once with the
 Lightning ``Trainer(max_epochs, no logger, no checkpointing, no progress bar)``, so each
@@ -58,7 +58,15 @@ def main() -> None:
     def plain() -> float:
         torch.manual_seed(0)
         net = method.adapter(cfg.tx_dim, cfg.hidden, cfg.img_dim)
-        step = method.make_step("semiclipped", cfg, net, None)
+        opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+
+        def step(x, y):
+            loss = method.clip_loss(net(x), y, cfg.temperature)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return float(loss.detach())
+
         for x, y in epochs[0]:
             step(x, y)
         t = time.perf_counter()

@@ -295,7 +295,10 @@ def _run(fabric, module, train, val, max_epochs: int, resume_dir: Path | None, p
     last = resume_dir / LAST if resume_dir is not None else None
     if last is not None and last.is_file():
         _restore(module, optimizer, scheduler, state, read_checkpoint(last))
-    state.num_training_batches = len(train)
+    try:
+        state.num_training_batches = len(train)
+    except TypeError:  # an iterable dataset of unknown length (as under the Trainer)
+        state.num_training_batches = float("inf")
     auto = module.automatic_optimization
     # Lightning's default hook clips nothing (no Trainer-wide clip value here)
     clip = is_overridden("configure_gradient_clipping", module)

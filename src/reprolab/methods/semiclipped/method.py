@@ -103,28 +103,6 @@ def _train_rows(data: dict) -> np.ndarray:
     return (data["pert"] >= 0) & ~data["test_pert"] & ~data["test_batch"]
 
 
-def make_step(unit_variant: str, cfg: SemiClippedConfig, tx_net, img_net):
-    """One optimisation step on (tx inputs, image embeddings); returns the loss."""
-    import torch
-    import torch.nn.functional as F
-
-    params = list(tx_net.parameters()) + (list(img_net.parameters()) if img_net else [])
-    opt = torch.optim.Adam(params, lr=cfg.lr)
-
-    def step(x, y):
-        out = tx_net(x)
-        if unit_variant == "mse_distill":
-            loss = F.mse_loss(out, y)
-        else:
-            loss = clip_loss(out, img_net(y) if img_net is not None else y, cfg.temperature)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return float(loss.detach())
-
-    return step
-
-
 def batches(data: dict, cfg: SemiClippedConfig, rng: np.random.Generator, pea) -> list:
     """One epoch of weak pairs: each minibatch holds distinct perturbations; each
     transcriptomics sample is paired with a random image sample of the same perturbation
@@ -186,32 +164,22 @@ def train_unit(
     progress: Callable[[str], None],
 ) -> TrainedUnit:
     import torch
+    from torch.utils.data import DataLoader
+
+    from reprolab.core.training import fit_resumable
+    from reprolab.methods.semiclipped.module import AdapterModule, WeakPairs
 
     data = {k: np.asarray(v) for k, v in data.items()}
     torch.manual_seed(unit.seed)
-    rng = np.random.default_rng(unit.seed)
     tx_dim, img_dim = dims(data)
     tx_net = adapter(tx_dim, cfg.hidden, img_dim)
     img_net = adapter(img_dim, cfg.hidden, img_dim) if unit.variant == "joint_clip" else None
-    step = make_step(unit.variant, cfg, tx_net, img_net)
-    history = []
-    train_ctrl = (data["pert"] < 0) & ~data["test_batch"]
-    for epoch in range(cfg.epochs):
-        pea = None
-        if unit.variant == "semiclipped_pea":
-            pea = sim.pea_bank(
-                data["tx"],
-                data["batch"],
-                train_ctrl,
-                cfg.pea_bank,
-                cfg.pea_min_frac,
-                cfg.shrink,
-                rng,
-            )
-        losses = [
-            step(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches(data, cfg, rng, pea)
-        ]
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses))})
+    pairs = WeakPairs(
+        data, cfg, np.random.default_rng(unit.seed), unit.variant == "semiclipped_pea"
+    )
+    module = AdapterModule(tx_net, img_net, unit.variant, cfg.lr, cfg.temperature, pairs)
+    fit_resumable(module, DataLoader(pairs, batch_size=None), None, cfg.epochs, resume_dir)
+    history = module.history
     state = {f"tx.{k}": v for k, v in tx_net.state_dict().items()}
     return TrainedUnit(state=state, history=history)
 
