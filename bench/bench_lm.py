@@ -22,8 +22,9 @@ average is recorded):
   negative log-likelihood of a fixed English paragraph; plus the mean length of the
   prefix on which the greedy int8 and fp32 generations agree;
 - LoRA (r=8 on q/k/v/o, batch 4 of chat-formatted prompt + completion pairs): median time of one
-  optimizer step inside ``Trainer.fit`` (from ``on_train_batch_start`` to
-  ``on_train_batch_end``) and of the same step in a plain PyTorch loop.
+  training step under ``core.training.fit`` (from one ``on_train_batch_end`` to the next,
+  so the loop's own work between batches is included) and of the same step in a plain
+  PyTorch loop.
 """
 
 from __future__ import annotations

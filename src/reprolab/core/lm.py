@@ -34,9 +34,9 @@ Pieces:
 Smoke-profile rule for methods on this model: the real model with tiny budgets when the
 whole method stays under about 90 s of compute; otherwise :func:`tiny_model` with the
 same code path, plus a test that loads the real model and generates a few tokens. For
-the budget: greedy fp32 generation of the real model runs at roughly 2-3 tokens/s at
-batch 1 and 4-13 tokens/s at batch 8 on one thread of this two-core machine, a LoRA
-step (batch 4 x 39 tokens) takes seconds (``bench/results/lm.md``); use one torch
+the budget: greedy fp32 generation of the real model runs at roughly 3-17 tokens/s at
+batch 1 and 13-60 tokens/s at batch 8 on one thread of a two-core machine (busy to
+idle), a LoRA step (batch 4 x 39 tokens) takes 1-5 s (``bench/results/lm.md``); use one torch
 thread for the tiny model (two threads on a busy machine were 20x slower).
 
 ``torch``, ``transformers`` and ``peft`` are imported inside the functions, so importing

@@ -287,6 +287,8 @@ def _run(fabric, module, train, val, max_epochs: int, resume_dir: Path | None, p
     to take the trained weights over."""
     optimizer, scheduler = _optimizer_and_schedule(module)
     state = module._fit_state = FitState(max_epochs, fabric.world_size, fabric.global_rank)
+    # Fabric takes callbacks only when built, before the process (and its rank) exists:
+    # the list is private API (lightning is pinned; test_fit_loop counts the steps)
     fabric._callbacks.append(state)
     model, opt = fabric.setup(module, optimizer)
     if fabric.world_size > 1 or fabric.device.type != "cpu":
