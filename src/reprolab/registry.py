@@ -84,6 +84,7 @@ def _check_spec(spec: MethodSpec) -> None:
     for name in spec.assets:
         check_asset(name)
     known = (*spec.precisions, *spec.quantization.schemes)
+    _check_claims(spec)
     for claim in spec.claims:
         named = getattr(claim, "precision", None)
         if named is not None and named not in known:
@@ -91,6 +92,43 @@ def _check_spec(spec: MethodSpec) -> None:
                 f"{spec.slug}: claim {claim.id!r} is about precision {named!r}, not one of "
                 f"the method's precisions and schemes: {', '.join(known)}"
             )
+
+
+def _check_claims(spec: MethodSpec) -> None:
+    """Every claim states its smallest effect that matters and where its paper value
+    comes from; ids are unique; exactly one claim is the paper's central claim."""
+    from reprolab.core.claims import NOT_IN_TEXT, SOURCES
+
+    ids = [c.id for c in spec.claims]
+    if len(ids) != len(set(ids)):
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"{spec.slug}: claim ids repeat: {', '.join(dup)}")
+    for claim in spec.claims:
+        where = f"{spec.slug}: claim {claim.id!r}"
+        effect = getattr(claim, "effect", None)
+        if not isinstance(effect, int | float) or isinstance(effect, bool) or effect < 0:
+            raise ValueError(
+                f"{where}: effect must be the smallest effect that matters, a number >= 0 on "
+                f"the scale of the check's value (got {effect!r})"
+            )
+        if not str(getattr(claim, "effect_basis", "")).strip():
+            raise ValueError(
+                f"{where}: effect_basis is empty; say where the effect comes from (the "
+                "paper's number, or a declared margin and why)"
+            )
+        source = str(getattr(claim, "source", ""))
+        if source != NOT_IN_TEXT and not source.startswith(SOURCES):
+            raise ValueError(
+                f"{where}: source {source!r} must start with one of {', '.join(SOURCES)} "
+                f"(where the paper value comes from), or be {NOT_IN_TEXT!r}"
+            )
+    central = [c.id for c in spec.claims if getattr(c, "central", False)]
+    if len(central) != 1:
+        raise ValueError(
+            f"{spec.slug}: exactly one claim must be central (central=True: the abstract's "
+            f"main empirical claim); found {len(central)}"
+            + (f": {', '.join(central)}" if central else "")
+        )
 
 
 def asset_names() -> list[str]:

@@ -13,6 +13,11 @@ from reprolab.core.claims import Claim, PairedMajority
 from reprolab.core.stats import classify, t_interval
 
 
+def mk(id, statement, paper, setting, metric, check, effect=0.0, **kw) -> Claim:
+    """A claim with the fields every claim must state (effect, its basis, the source)."""
+    return Claim(id, statement, paper, setting, metric, check, effect, "test", "card", **kw)
+
+
 def test_t_interval_matches_scipy():
     x = np.array([0.1, 0.4, -0.2, 0.3, 0.25])
     ours = t_interval(x, 0.9)
@@ -51,16 +56,20 @@ def table(effects: dict[str, float], seeds=range(4), noise=0.001, val_bonus=None
 
 def claim(**kw) -> Claim:
     check = PairedMajority(method="m", baseline=kw.pop("baseline", "b"), **kw)
-    return Claim("c", "m beats b", "41/4/0", "paper", "acc", check)
+    return mk("c", "m beats b", "41/4/0", "paper", "acc", check)
 
 
 def test_reproduced_when_the_sign_test_over_tasks_says_so():
-    effects = {f"t{i}": 0.05 for i in range(5)}  # 5 better, 0 worse: p = 1/32
+    # 6 better, 0 worse: p = 1/64 <= 0.025 (half the two-sided 0.05 per direction)
+    effects = {f"t{i}": 0.05 for i in range(6)}
     res = claim().evaluate(table(effects), "fp32", "paper")
     assert res["verdict"] == "reproduced"
     m = res["measured"]
-    assert (m["better"], m["tie"], m["worse"]) == (5, 0, 0)
-    assert m["sign_test_p"] == pytest.approx(stats.binomtest(5, 5, 0.5, "greater").pvalue)
+    assert (m["better"], m["tie"], m["worse"]) == (6, 0, 0)
+    assert m["sign_test_p"] == pytest.approx(stats.binomtest(6, 6, 0.5, "greater").pvalue)
+    # 5 of 5 is p = 1/32 > 0.025: not enough at the two-sided level
+    five = claim().evaluate(table({f"t{i}": 0.05 for i in range(5)}), "fp32", "paper")
+    assert five["verdict"] == "inconclusive"
     assert m["value"] == pytest.approx(0.05, abs=0.003)
 
 
@@ -83,11 +92,11 @@ def test_ties_do_not_carry_a_majority_against_the_pooled_mean():
 
 
 def test_not_reproduced_when_worse_on_most_tasks():
-    effects = {f"t{i}": -0.05 for i in range(5)} | {"t9": 0.0}
+    effects = {f"t{i}": -0.05 for i in range(6)} | {"t9": 0.0}
     res = claim().evaluate(table(effects), "fp32", "paper")
     assert res["verdict"] == "not_reproduced"
-    assert res["measured"]["worse"] == 5
-    # 5 worse against 1 better is p = 7/64 > 0.05: not enough to say not reproduced
+    assert res["measured"]["worse"] == 6
+    # 6 worse against 1 better is p = 8/128 > 0.025: not enough to say not reproduced
     res = claim().evaluate(table(effects | {"t9": 0.05}), "fp32", "paper")
     assert res["verdict"] == "inconclusive" and res["measured"]["better"] == 1
 
@@ -100,8 +109,8 @@ def test_inconclusive_when_all_ties():
 
 def test_lower_is_better_flips_the_sign():
     check = PairedMajority(method="m", baseline="b", higher_is_better=False)
-    verdict, measured = check.evaluate(table({f"t{i}": 0.05 for i in range(5)}), "acc")
-    assert verdict == "not_reproduced" and measured["worse"] == 5
+    v = check.evaluate(table({f"t{i}": 0.05 for i in range(6)}), "acc")
+    assert v.verdict == "not_reproduced" and v.measured["worse"] == 6
 
 
 @pytest.mark.parametrize("wins,losses", [(0, 0), (3, 0), (5, 0), (7, 2), (2, 7), (10, 10)])
@@ -120,7 +129,7 @@ def test_sign_test_matches_scipy_binomtest(wins, losses):
 def _threshold_claim(bound=0.5, effect=None) -> Claim:
     from reprolab.core.claims import Threshold
 
-    return Claim("c", "m > bound", "0.9", "paper", "acc", Threshold("m", bound), effect)
+    return mk("c", "m > bound", "0.9", "paper", "acc", Threshold("m", bound), effect or 0.0)
 
 
 def test_two_seeds_never_give_a_decisive_verdict():
@@ -142,16 +151,21 @@ def test_identical_replicates_are_flagged_not_decisive():
     assert res["measured"]["detectable"] == 0.0
 
 
-def test_one_seed_free_value_is_compared_exactly():
-    from reprolab.core.claims import apply_evidence_rules
+def _rules(verdict: str, measured: dict):
+    from reprolab.core.claims import Verdict, apply_evidence_rules
 
-    verdict, m = apply_evidence_rules(
+    out = apply_evidence_rules(Verdict(verdict, {"summary": "", **measured}))
+    return out.verdict, out.measured
+
+
+def test_one_seed_free_value_is_compared_exactly():
+    verdict, m = _rules(
         "reproduced", {"value": 2.0, "ci_low": 2.0, "ci_high": 2.0, "n": 1, "seed_free": True}
     )
     assert verdict == "reproduced" and "rule" not in m
-    verdict, m = apply_evidence_rules("reproduced", {"value": 2.0, "ci_low": 1, "ci_high": 3})
+    verdict, m = _rules("reproduced", {"value": 2.0, "ci_low": 1, "ci_high": 3})
     assert verdict == "inconclusive" and "no replicate count" in m["rule"]
-    verdict, m = apply_evidence_rules(
+    verdict, m = _rules(
         "not_reproduced", {"value": 0.0, "ci_low": -math.inf, "ci_high": math.inf, "n": 5}
     )
     assert verdict == "inconclusive" and m["rule"] == "unbounded interval"
@@ -163,7 +177,7 @@ def test_underpowered_when_the_detectable_effect_exceeds_the_papers():
     m = res["measured"]
     assert res["verdict"] != "reproduced"
     assert m["detectable"] == pytest.approx((m["ci_high"] - m["ci_low"]) / 2)
-    assert "underpowered" in m["flags"] and m["paper_effect"] == 0.001
+    assert "underpowered" in m["flags"] and res["effect"] == 0.001
     res = _threshold_claim(bound=0.8, effect=10.0).evaluate(t, "fp32", "paper")
     assert "underpowered" not in res["measured"].get("flags", [])
 
@@ -188,25 +202,23 @@ def test_threshold_against_closed_form_interval():
     from reprolab.core.claims import Threshold
 
     t = table({"t1": 0.1, "t2": 0.1}, noise=0.0)
-    verdict, measured = Threshold("m", bound=0.5).evaluate(t[t.precision == "fp32"], "acc")
-    assert verdict == "reproduced" and measured["ci_low"] > 0.5
-    verdict, _ = Threshold("m", bound=0.99).evaluate(t, "acc")
-    assert verdict == "not_reproduced"
-    verdict, _ = Threshold("m", bound=0.99, higher_is_better=False).evaluate(t, "acc")
-    assert verdict == "reproduced"
+    v = Threshold("m", bound=0.5).evaluate(t[t.precision == "fp32"], "acc")
+    assert v.verdict == "reproduced" and v.measured["ci_low"] > 0.5
+    assert Threshold("m", bound=0.99).evaluate(t, "acc").verdict == "not_reproduced"
+    lower = Threshold("m", bound=0.99, higher_is_better=False).evaluate(t, "acc")
+    assert lower.verdict == "reproduced"
 
 
 def test_paired_difference_pools_tasks_and_seeds():
     from reprolab.core.claims import PairedDifference
 
     t = table({"t1": 0.05, "t2": 0.03})
-    verdict, measured = PairedDifference("m", "b").evaluate(t, "acc")
-    assert verdict == "reproduced" and measured["n"] == 8
-    assert measured["value"] == pytest.approx(0.04, abs=0.002)
-    assert PairedDifference("b", "m").evaluate(t, "acc")[0] == "not_reproduced"
-    assert PairedDifference("m", "b", margin=0.04, higher_is_better=False).evaluate(t, "acc")[
-        0
-    ] == ("inconclusive")
+    v = PairedDifference("m", "b").evaluate(t, "acc")
+    assert v.verdict == "reproduced" and v.measured["n"] == 8
+    assert v.measured["value"] == pytest.approx(0.04, abs=0.002)
+    assert PairedDifference("b", "m").evaluate(t, "acc").verdict == "not_reproduced"
+    within = PairedDifference("m", "b", margin=0.04, higher_is_better=False).evaluate(t, "acc")
+    assert within.verdict == "inconclusive"
 
 
 # ---------------------------------------------------------------- Where, Trend, paired
@@ -228,7 +240,8 @@ def test_paired_fills_a_seed_free_baseline_on_every_seed():
     table = _long(rows, ["sigma"])
     pivot = paired(table, "eps")
     assert len(pivot) == 3 and list(pivot["b"]) == [1.0, 1.0, 1.0]
-    verdict, measured = PairedDifference("m", "b", higher_is_better=False).evaluate(table, "eps")
+    v = PairedDifference("m", "b", higher_is_better=False).evaluate(table, "eps")
+    verdict, measured = v.verdict, v.measured
     # differences -0.1, -0.15, -0.2: mean -0.15, sd 0.05, t(0.975, 2) = 4.3027
     half = 4.302652729911275 * 0.05 / math.sqrt(3)
     assert measured["value"] == pytest.approx(-0.15)
@@ -258,15 +271,16 @@ def test_where_restricts_to_parameter_values():
         ("b", "m", 1, "strat", "fp32", "x", -5.0),
     ]
     table = _long(rows, ["family"])
-    verdict, measured = Where(Threshold("m", 0.0), family="quad").evaluate(table, "x")
+    v = Where(Threshold("m", 0.0), family="quad").evaluate(table, "x")
+    verdict, measured = v.verdict, v.measured
     # 1.0, 1.2: mean 1.1, half-width 12.706 * 0.1414 / sqrt 2 = 1.2706 -> [-0.17, 2.37]
     assert measured["value"] == pytest.approx(1.1)
     assert measured["ci_low"] == pytest.approx(1.1 - 12.706204736 * 0.1)
     assert verdict == "inconclusive" and measured["summary"].startswith("[family=quad]")
-    verdict, measured = Where(Threshold("m", 0.0), family=("quad", "strat")).evaluate(table, "x")
-    assert measured["value"] == pytest.approx((1.0 + 1.2 - 10.0) / 4)
-    verdict, measured = Where(Threshold("m", 0.0), family="none").evaluate(table, "x")
-    assert verdict == "inconclusive" and measured["summary"].startswith("not tested")
+    v = Where(Threshold("m", 0.0), family=("quad", "strat")).evaluate(table, "x")
+    assert v.measured["value"] == pytest.approx((1.0 + 1.2 - 10.0) / 4)
+    v = Where(Threshold("m", 0.0), family="none").evaluate(table, "x")
+    assert v.verdict == "inconclusive" and v.measured["summary"].startswith("not tested")
     assert Where(Threshold("m", 0.0), family="quad").variants() == ("m",)
 
 
@@ -281,7 +295,8 @@ def test_trend_spearman_within_settings():
         for b, v in enumerate(values)
     ]
     table = _long(rows, ["beta", "c"])
-    verdict, measured = Trend("m", "beta").evaluate(table, "plateau")
+    v = Trend("m", "beta").evaluate(table, "plateau")
+    verdict, measured = v.verdict, v.measured
     # rank correlations: 1, 0.5, 1 -> mean 5/6, sd 0.2887, t(0.975, 2) = 4.3027
     half = 4.302652729911275 * math.sqrt(1 / 12) / math.sqrt(3)
     assert measured["value"] == pytest.approx(5 / 6)
@@ -296,19 +311,19 @@ def test_trend_spearman_within_settings():
 def test_trend_saturated_rank_correlations_decide_by_sign():
     from reprolab.core.claims import Claim, Trend
 
-    # five seeds, each a perfectly monotone curve: every rho is exactly 1 (zero width)
+    # six seeds, each a perfectly monotone curve: every rho is exactly 1 (zero width)
     rows = [
         (f"b{b}", "m", seed, float(b), "fp32", "plateau", 0.1 * b + 0.01 * seed)
-        for seed in range(5)
+        for seed in range(6)
         for b in range(3)
     ]
     table = _long(rows, ["beta"])
-    claim = Claim("t", "grows", "-", "-", "plateau", Trend("m", "beta"))
+    claim = mk("t", "grows", "-", "-", "plateau", Trend("m", "beta"))
     res = claim.evaluate(table, "fp32", "paper")
     m = res["measured"]
-    assert m["ci_low"] == m["ci_high"] == 1.0 and m["sign_test_p"] == pytest.approx(1 / 32)
+    assert m["ci_low"] == m["ci_high"] == 1.0 and m["sign_test_p"] == pytest.approx(1 / 64)
     assert res["verdict"] == "reproduced" and "rule" not in m
-    wrong = Claim("t", "falls", "-", "-", "plateau", Trend("m", "beta", increasing=False))
+    wrong = mk("t", "falls", "-", "-", "plateau", Trend("m", "beta", increasing=False))
     assert wrong.evaluate(table, "fp32", "paper")["verdict"] == "not_reproduced"
 
 
@@ -316,11 +331,9 @@ def test_a_deterministic_threshold_compares_one_value():
     from reprolab.core.claims import Claim, Threshold
 
     rows = [("t", "m", seed, "fp32", "bytes_ratio", 3.1) for seed in range(4)]
-    claim = Claim("mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8))
+    claim = mk("mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8))
     assert claim.evaluate(_long(rows), "fp32", "paper")["verdict"] == "inconclusive"
-    exact = Claim(
-        "mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8, True, 0.95, True)
-    )
+    exact = mk("mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8, True, True))
     res = exact.evaluate(_long(rows), "fp32", "paper")
     assert res["verdict"] == "reproduced" and res["measured"]["n"] == 1
     # tasks may differ (two model sizes): each task's value is compared exactly
@@ -339,9 +352,9 @@ def test_trend_one_seed_free_group_is_exact():
     from reprolab.core.claims import Trend
 
     rows = [(f"k{k}", "m", None, k, "fp32", "gap", 1.0 / k) for k in (1, 2, 4)]
-    verdict, measured = Trend("m", "k", increasing=False).evaluate(_long(rows, ["k"]), "gap")
-    assert measured["value"] == -1.0 and measured["ci_low"] == measured["ci_high"] == -1.0
-    assert verdict == "reproduced"
+    v = Trend("m", "k", increasing=False).evaluate(_long(rows, ["k"]), "gap")
+    assert v.measured["value"] == -1.0 and v.measured["ci_low"] == v.measured["ci_high"] == -1.0
+    assert v.verdict == "reproduced"
 
 
 def test_a_deterministic_paired_difference_compares_one_value():
@@ -353,9 +366,9 @@ def test_a_deterministic_paired_difference_compares_one_value():
         for seed in range(3)
         for v, value in (("m", 1.0), ("b", 4.0))
     ]
-    plain = Claim("mem", "less", "-", "-", "saved_mb", PairedDifference("m", "b", False))
+    plain = mk("mem", "less", "-", "-", "saved_mb", PairedDifference("m", "b", False))
     assert plain.evaluate(_long(rows), "fp32", "paper")["verdict"] == "inconclusive"
-    exact = Claim(
+    exact = mk(
         "mem", "less", "-", "-", "saved_mb", PairedDifference("m", "b", False, deterministic=True)
     )
     res = exact.evaluate(_long(rows), "fp32", "paper")
@@ -366,9 +379,7 @@ def test_a_deterministic_paired_difference_compares_one_value():
 
 
 def test_exhaustive_counts_need_three_units_but_no_interval():
-    from reprolab.core.claims import apply_evidence_rules
-
     zero = {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0, "test": "exhaustive"}
-    assert apply_evidence_rules("reproduced", {**zero, "n": 5})[0] == "reproduced"
-    verdict, m = apply_evidence_rules("reproduced", {**zero, "n": 2})
+    assert _rules("reproduced", {**zero, "n": 5})[0] == "reproduced"
+    verdict, m = _rules("reproduced", {**zero, "n": 2})
     assert verdict == "inconclusive" and m["rule"].startswith("n < 3")

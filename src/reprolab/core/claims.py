@@ -1,24 +1,37 @@
 """Claims as data, and the code that turns measured metrics into verdicts.
 
-A :class:`Claim` states what a paper says (its number and setting, verbatim where we
-have it) and how we test it on the long metrics table the evaluate stage writes
-(columns ``task, variant, seed, precision, metric, value``). Verdicts are
-``reproduced`` / ``not_reproduced`` / ``inconclusive``; they are never edited by hand.
+A :class:`Claim` states what a paper says (its number, where the number comes from, its
+setting), the smallest effect that matters, and how we test it on the long metrics
+table the evaluate stage writes (columns ``task, variant, seed, precision, metric,
+value``). A check returns a typed :class:`Verdict`: ``reproduced``, ``not_reproduced``,
+``inconclusive``, or ``out_of_reach`` (a claim this code cannot test on this machine at
+any affordable size, with what would test it). Verdicts are never edited by hand.
+
+Intervals and tests are read at the *look* of a sequential plan
+(:mod:`reprolab.core.sequential`): a check gets a :class:`Level` (the confidence of its
+intervals and the level of its tests at this look), so a paper run can add seeds round
+by round and stop when a claim is decided, at its stated error rate.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from reprolab.core.stats import classify, interval, sign_test, t_interval
+from reprolab.core.stats import Interval, classify, interval, sign_test, t_interval
 
-VERDICTS = ("reproduced", "not_reproduced", "inconclusive")
+VERDICTS = ("reproduced", "not_reproduced", "inconclusive", "out_of_reach")
+DECISIVE = ("reproduced", "not_reproduced")
+#: where a claim's paper value may come from: the abstract, the method's card, or a named
+#: place in the paper (a table, figure, section, theorem); "not in the paper text here"
+#: when neither the abstract nor the card has it
+SOURCES = ("abstract", "card", "Table", "Fig.", "Sec.", "Theorem", "Appendix")
+NOT_IN_TEXT = "not in the paper text here"
 #: the columns of the long metrics table that are not unit parameters
 BASE_COLUMNS = ("task", "variant", "seed", "precision", "metric", "value")
 NO_SEED = -1  # stands for a seed-free unit's missing seed while pivoting
@@ -76,16 +89,340 @@ def paired(table: pd.DataFrame, metric: str, columns: str = "variant") -> pd.Dat
     return pd.concat([seeded, alone]).sort_index()
 
 
+@dataclass(frozen=True)
+class Level:
+    """What a check's intervals and tests use: the two-sided ``confidence`` of its
+    intervals (and ``1 - confidence`` as the two-sided level of its tests, half per
+    direction), set by the look of the sequential plan (``look``; None: a fixed-n
+    analysis at 95%)."""
+
+    confidence: float = 0.95
+    look: Any = None  # reprolab.core.sequential.Look
+
+    @classmethod
+    def at(cls, look: Any) -> Level:
+        return cls(confidence=look.confidence, look=look)
+
+    @property
+    def alpha(self) -> float:
+        """Two-sided level of a test at this look."""
+        return 1.0 - self.confidence
+
+    def t_interval(self, values: Sequence[float]) -> Interval:
+        return t_interval(values, self.confidence)
+
+    def interval(self, values: Sequence[float], seed_free: bool) -> Interval:
+        return interval(values, seed_free, self.confidence)
+
+    def estimate(self, estimate: float, se: float, n: int) -> Interval:
+        """The interval of an estimate with standard error ``se`` from ``n`` replicates
+        (a delta-method ratio, say): estimate +- t_{n-1} se."""
+        from scipy import stats
+
+        if n < 2 or not math.isfinite(se):
+            return Interval(estimate, -math.inf, math.inf, n, self.confidence)
+        half = float(stats.t.isf(self.alpha / 2.0, n - 1)) * se
+        return Interval(estimate, estimate - half, estimate + half, n, self.confidence, se * n**0.5)
+
+
+FIXED = Level()
+
+
+def _nan_measured(summary: str) -> dict[str, Any]:
+    nan = float("nan")
+    return {"value": nan, "ci_low": nan, "ci_high": nan, "summary": summary}
+
+
+def side(low: float, high: float, bound: float, higher_is_better: bool) -> str:
+    """The verdict of an interval against a bound the claim says it beats."""
+    good, bad = (low > bound, high < bound) if higher_is_better else (high < bound, low > bound)
+    return "reproduced" if good else "not_reproduced" if bad else "inconclusive"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A check's verdict and what it measured (``value``, ``ci_low``, ``ci_high``,
+    ``n``, a one-line ``summary``, and whatever the check adds). Build one with a
+    constructor, which decides the verdict from the evidence; never by hand."""
+
+    verdict: str
+    measured: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}; verdicts: {', '.join(VERDICTS)}")
+        for key in ("value", "ci_low", "ci_high", "summary"):
+            if key not in self.measured:
+                raise ValueError(f"a verdict's measured values need {key!r}")
+
+    @property
+    def decisive(self) -> bool:
+        return self.verdict in DECISIVE
+
+    def with_summary(self, summary: str) -> Verdict:
+        return Verdict(self.verdict, {**self.measured, "summary": summary})
+
+    @classmethod
+    def interval(
+        cls,
+        iv: Interval,
+        bound: float,
+        higher_is_better: bool = True,
+        summary: str = "",
+        *,
+        seed_free: bool = False,
+        **extra: Any,
+    ) -> Verdict:
+        """An interval against ``bound``: reproduced when it lies wholly on the claimed
+        side, not reproduced when wholly on the other, else inconclusive."""
+        return cls(
+            side(iv.low, iv.high, bound, higher_is_better),
+            {
+                "value": iv.mean,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n": iv.n,
+                "sd": iv.sd,
+                "seed_free": seed_free,
+                "bound": bound,
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def within(cls, iv: Interval, low: float, high: float, summary: str, **extra: Any) -> Verdict:
+        """An interval that the claim says lies inside [low, high]: reproduced when it
+        does, not reproduced when it lies wholly outside, else inconclusive."""
+        if low <= iv.low and iv.high <= high:
+            verdict = "reproduced"
+        elif iv.high < low or iv.low > high:
+            verdict = "not_reproduced"
+        else:
+            verdict = "inconclusive"
+        return cls(
+            verdict,
+            {
+                "value": iv.mean,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "n": iv.n,
+                "sd": iv.sd,
+                "bound": [low, high],
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def exact(
+        cls, values: Sequence[float], bound: float, higher_is_better: bool, what: str, **extra: Any
+    ) -> Verdict:
+        """Deterministic values compared exactly with ``bound``: reproduced when every
+        one is on the claimed side, not reproduced when every one is on the other, else
+        inconclusive (mixed). No interval: [min, max] is shown as the range."""
+        values = np.asarray(values, dtype=float)
+        good = values > bound if higher_is_better else values < bound
+        bad = values < bound if higher_is_better else values > bound
+        verdict = "reproduced" if good.all() else "not_reproduced" if bad.all() else "inconclusive"
+        return cls(
+            verdict,
+            {
+                "value": float(values.mean()),
+                "ci_low": float(values.min()),
+                "ci_high": float(values.max()),
+                "n": len(values),
+                "seed_free": True,
+                "test": "exact",
+                "bound": bound,
+                "summary": f"{what}: {len(values)} exact value(s), range "
+                f"[{values.min():.4g}, {values.max():.4g}] (deterministic: every seed agrees)",
+                **extra,
+            },
+        )
+
+    @classmethod
+    def exact_property(
+        cls, holds: bool | None, value: float, summary: str, **extra: Any
+    ) -> Verdict:
+        """A property of deterministic quantities (one family's exact value is the
+        largest; a complete enumeration finds an instance): reproduced when it holds, not
+        reproduced when it fails, inconclusive when it could not be checked (None)."""
+        verdict = "inconclusive" if holds is None else "reproduced" if holds else "not_reproduced"
+        return cls(
+            verdict,
+            {
+                "value": value,
+                "ci_low": value,
+                "ci_high": value,
+                "n": 1,
+                "seed_free": True,
+                "test": "exact",
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def exhaustive(cls, failing: int, n: int, value: float, summary: str, **extra: Any) -> Verdict:
+        """A property every unit must show, counted over all ``n`` units (an exact count,
+        not an estimate): reproduced when none fails, not reproduced when any does."""
+        return cls(
+            "reproduced" if failing == 0 else "not_reproduced",
+            {
+                "value": value,
+                "ci_low": value,
+                "ci_high": value,
+                "n": n,
+                "test": "exhaustive",
+                "units_failing": failing,
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def signs(
+        cls,
+        agree: int,
+        disagree: int,
+        mean: float,
+        level: Level,
+        summary: str,
+        *,
+        iv: Interval | None = None,
+        n: int | None = None,
+        **extra: Any,
+    ) -> Verdict:
+        """A one-sided sign test of ``agree`` replicates with the claimed sign against
+        ``disagree`` with the other (ties carry no sign) at half the level's two-sided
+        alpha per direction, which must agree in sign with the pooled ``mean`` (on the
+        claimed scale: positive is the claim's side)."""
+        p_agree, p_disagree = sign_test(agree, disagree), sign_test(disagree, agree)
+        if p_agree <= level.alpha / 2 and mean > 0:
+            verdict = "reproduced"
+        elif p_disagree <= level.alpha / 2 and mean < 0:
+            verdict = "not_reproduced"
+        else:
+            verdict = "inconclusive"
+        nan = float("nan")
+        return cls(
+            verdict,
+            {
+                "value": iv.mean if iv is not None else mean,
+                "ci_low": iv.low if iv is not None else nan,
+                "ci_high": iv.high if iv is not None else nan,
+                "n": n if n is not None else agree + disagree,
+                "test": "sign",
+                "sign_test_p": p_agree if mean >= 0 else p_disagree,
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def test(
+        cls,
+        p_value: float,
+        direction: float,
+        level: Level,
+        value: float,
+        summary: str,
+        *,
+        ci: tuple[float, float] = (math.nan, math.nan),
+        n: int | None = None,
+        **extra: Any,
+    ) -> Verdict:
+        """A two-sided test (a permutation test, say) with ``p_value``; ``direction`` is
+        the statistic on the claimed scale (positive: the claim's side). Decided at the
+        level's alpha."""
+        if p_value <= level.alpha and direction > 0:
+            verdict = "reproduced"
+        elif p_value <= level.alpha and direction < 0:
+            verdict = "not_reproduced"
+        else:
+            verdict = "inconclusive"
+        return cls(
+            verdict,
+            {
+                "value": value,
+                "ci_low": ci[0],
+                "ci_high": ci[1],
+                "n": n,
+                "test": "permutation",
+                "p_value": p_value,
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def all_of(
+        cls,
+        parts: Sequence[Verdict],
+        value: float,
+        summary: str,
+        *,
+        iv: Interval | None = None,
+        **extra: Any,
+    ) -> Verdict:
+        """A claim that needs every part: reproduced when each part is, not reproduced
+        when any part is not, else inconclusive. ``iv``: a pooled interval to report."""
+        if not parts:
+            raise ValueError("all_of needs at least one part")
+        verdicts = [p.verdict for p in parts]
+        if all(v == "reproduced" for v in verdicts):
+            verdict = "reproduced"
+        elif "not_reproduced" in verdicts:
+            verdict = "not_reproduced"
+        else:
+            verdict = "inconclusive"
+        nan = float("nan")
+        ns = [p.measured.get("n") for p in parts if isinstance(p.measured.get("n"), int)]
+        return cls(
+            verdict,
+            {
+                "value": value,
+                "ci_low": iv.low if iv is not None else nan,
+                "ci_high": iv.high if iv is not None else nan,
+                "n": iv.n if iv is not None else (min(ns) if ns else None),
+                "parts": [{"verdict": p.verdict, **_short(p.measured)} for p in parts],
+                "summary": summary,
+                **extra,
+            },
+        )
+
+    @classmethod
+    def not_tested(cls, summary: str) -> Verdict:
+        """Nothing to test in this run (a variant or setting left out): inconclusive."""
+        return cls("inconclusive", {**_nan_measured(summary), "not_tested": True})
+
+    @classmethod
+    def out_of_reach(cls, reach: OutOfReach, measured: dict[str, Any] | None = None) -> Verdict:
+        """A claim this code cannot test at any affordable size here; what was measured
+        (if anything ran) stays for information."""
+        shown = dict(measured) if measured else _nan_measured("")
+        shown["summary"] = f"out of reach here: {reach.reason}; would test it: {reach.would_test}"
+        return cls("out_of_reach", shown)
+
+
+def _short(measured: dict[str, Any]) -> dict[str, Any]:
+    keys = ("value", "ci_low", "ci_high", "n", "summary")
+    return {k: measured[k] for k in keys if k in measured}
+
+
 class Check(Protocol):
     """How a claim is tested. A method may define its own checks next to its claims;
-    those used by several methods live here."""
+    those used by several methods live here. A check whose replicates are not seeds
+    (a correlation over a fixed set of points) sets ``fixed_n`` to why more seeds would
+    not decide it: the sequential rounds then leave it at the first look."""
 
     def variants(self) -> tuple[str, ...]:
         """Every variant the check reads (a claim on a missing variant is not tested)."""
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        """(verdict, measured) from the rows of one precision. ``measured`` holds at least
-        ``value``, ``ci_low``, ``ci_high`` and a one-line ``summary``."""
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+        """The verdict from the rows of one precision, with intervals and tests at
+        ``level``."""
 
 
 def _exact_per_key(values: pd.Series, what: str) -> np.ndarray:
@@ -105,29 +442,69 @@ def _exact_per_key(values: pd.Series, what: str) -> np.ndarray:
     return groups.first().to_numpy(dtype=float)
 
 
-def _exact_verdict(values: np.ndarray, bound: float, higher_is_better: bool, what: str):
-    """Deterministic values compared exactly with ``bound``: reproduced when every one is
-    on the claimed side, not reproduced when every one is on the other, else
-    inconclusive (mixed). No interval: [min, max] is shown as the range."""
-    good = values > bound if higher_is_better else values < bound
-    bad = values < bound if higher_is_better else values > bound
-    verdict = "reproduced" if good.all() else "not_reproduced" if bad.all() else "inconclusive"
-    return verdict, {
-        "value": float(values.mean()),
-        "ci_low": float(values.min()),
-        "ci_high": float(values.max()),
-        "n": len(values),
-        "seed_free": True,
-        "test": "exact",
-        "summary": f"{what}: {len(values)} exact value(s), range "
-        f"[{values.min():.4g}, {values.max():.4g}] (deterministic: every seed agrees)",
-    }
+@dataclass(frozen=True)
+class Sample:
+    """What an :class:`IntervalCheck`'s statistic measured: replicate ``values`` (the
+    interval is over their mean), or a ratio-like ``estimate`` with its standard error
+    ``se`` from ``n`` replicates (a delta-method interval). ``summary`` and ``extra`` go
+    into the verdict's measured values."""
+
+    values: tuple[float, ...] = ()
+    seed_free: bool = False
+    summary: str = ""
+    estimate: float | None = None
+    se: float | None = None
+    n: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: why there is nothing to test (the check then says 'not tested')
+    untested: str = ""
 
 
-def _side(low: float, high: float, bound: float, higher_is_better: bool) -> str:
-    """Verdict of an interval against a bound the claim says it beats."""
-    good, bad = (low > bound, high < bound) if higher_is_better else (high < bound, low > bound)
-    return "reproduced" if good else "not_reproduced" if bad else "inconclusive"
+class Statistic(Protocol):
+    """The quantity an :class:`IntervalCheck` tests, read off the metrics table."""
+
+    def variants(self) -> tuple[str, ...]: ...
+
+    def __call__(self, table: pd.DataFrame, metric: str) -> Sample | None:
+        """The replicates, or None when the table holds nothing to test (then the
+        check says 'not tested', with :attr:`untested`)."""
+
+
+@dataclass(frozen=True)
+class IntervalCheck:
+    """The interval of a method-specific ``statistic`` against ``bound``: reproduced when
+    it lies wholly on the claimed side, not reproduced when wholly on the other. The one
+    place a method's own quantity becomes a verdict, so no method writes the ladder."""
+
+    statistic: Any  # a Statistic
+    bound: float = 0.0
+    higher_is_better: bool = True
+
+    def variants(self) -> tuple[str, ...]:
+        return self.statistic.variants()
+
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+        sample = self.statistic(table, metric)
+        if sample is None or sample.untested:
+            return Verdict.not_tested(
+                sample.untested
+                if sample is not None
+                else getattr(self.statistic, "untested", f"not tested: no {metric!r} to compare")
+            )
+        if sample.estimate is not None:
+            iv = level.estimate(sample.estimate, sample.se or math.nan, sample.n or 0)
+        else:
+            if not sample.values:
+                return Verdict.not_tested(f"not tested: no {metric!r} replicates")
+            iv = level.interval(sample.values, sample.seed_free)
+        return Verdict.interval(
+            iv,
+            self.bound,
+            self.higher_is_better,
+            sample.summary,
+            seed_free=sample.seed_free,
+            **sample.extra,
+        )
 
 
 @dataclass(frozen=True)
@@ -139,7 +516,6 @@ class Threshold:
     variant: str
     bound: float
     higher_is_better: bool = True
-    confidence: float = 0.95
     #: the quantity does not depend on the seed by construction (a model's byte count):
     #: when every replicate agrees it is compared exactly, as a seed-free value; when
     #: they differ, the declaration is wrong and the check raises
@@ -148,31 +524,29 @@ class Threshold:
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         rows = table[(table.metric == metric) & (table.variant == self.variant)]
         if rows.empty:
             raise ValueError(f"no {metric!r} values for {self.variant}")
         seed_free = is_seed_free(rows)
+        op = ">" if self.higher_is_better else "<"
         if self.deterministic:
             keyed = rows.assign(seed=rows.seed.fillna(NO_SEED)).set_index(
                 ["task", *param_columns(rows), "seed"]
             )
             values = _exact_per_key(keyed.value, f"{metric!r} of {self.variant}")
-            op = ">" if self.higher_is_better else "<"
-            return _exact_verdict(
+            return Verdict.exact(
                 values, self.bound, self.higher_is_better, f"{self.variant} {op} {self.bound:g}"
             )
-        iv = interval(rows.value.to_numpy(), seed_free, self.confidence)
-        op = ">" if self.higher_is_better else "<"
+        iv = level.interval(rows.value.to_numpy(), seed_free)
         how = "seed-free, exact" if seed_free and iv.n == 1 else f"n={iv.n}"
-        return _side(iv.low, iv.high, self.bound, self.higher_is_better), {
-            "value": iv.mean,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "n": iv.n,
-            "seed_free": seed_free,
-            "summary": f"{self.variant} mean {iv.mean:.4g} (claim: {op} {self.bound:g}, {how})",
-        }
+        return Verdict.interval(
+            iv,
+            self.bound,
+            self.higher_is_better,
+            f"{self.variant} mean {iv.mean:.4g} (claim: {op} {self.bound:g}, {how})",
+            seed_free=seed_free,
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +559,6 @@ class PairedDifference:
     baseline: str
     higher_is_better: bool = True
     margin: float = 0.0
-    confidence: float = 0.95
     #: the difference cannot depend on the seed (bytes held for backward depend only on
     #: tensor shapes): compared exactly when every pair agrees; the check raises if not
     deterministic: bool = False
@@ -193,29 +566,27 @@ class PairedDifference:
     def variants(self) -> tuple[str, ...]:
         return (self.method, self.baseline)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         pivot = paired(table, metric)
         series = (pivot[self.method] - pivot[self.baseline]).dropna()
         diffs = series.to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.method} and {self.baseline}")
         seed_free = is_seed_free(table[table.variant.isin(self.variants())])
-        if self.deterministic:
-            what = f"{self.method} - {self.baseline}"
-            values = _exact_per_key(series, f"{metric!r}: {what}")
-            bound = -self.margin if self.higher_is_better else self.margin
-            return _exact_verdict(values, bound, self.higher_is_better, what)
-        iv = interval(diffs, seed_free, self.confidence)
         bound = -self.margin if self.higher_is_better else self.margin
-        what = "one seed-free pair (exact)" if seed_free and iv.n == 1 else f"{iv.n} pairs"
-        return _side(iv.low, iv.high, bound, self.higher_is_better), {
-            "value": iv.mean,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "n": iv.n,
-            "seed_free": seed_free,
-            "summary": f"{self.method} - {self.baseline} = {iv.mean:.4g} over {what}",
-        }
+        what = f"{self.method} - {self.baseline}"
+        if self.deterministic:
+            values = _exact_per_key(series, f"{metric!r}: {what}")
+            return Verdict.exact(values, bound, self.higher_is_better, what)
+        iv = level.interval(diffs, seed_free)
+        pairs = "one seed-free pair (exact)" if seed_free and iv.n == 1 else f"{iv.n} pairs"
+        return Verdict.interval(
+            iv,
+            bound,
+            self.higher_is_better,
+            f"{what} = {iv.mean:.4g} over {pairs}",
+            seed_free=seed_free,
+        )
 
 
 @dataclass(frozen=True)
@@ -227,11 +598,10 @@ class PairedMajority:
     Per task the difference (method - baseline, sign-flipped when lower is better) is
     'better' if its interval lies above ``margin``, 'worse' if below ``-margin``, else
     'tie'. Verdict over tasks: a one-sided sign test of 'better' against 'worse' (ties
-    carry no sign; :func:`reprolab.core.stats.sign_test`). Reproduced when 'better'
-    outnumbers 'worse' at level ``alpha`` *and* the pooled mean difference over tasks is
-    positive; not reproduced when 'worse' outnumbers 'better' at that level and the
-    pooled mean is negative; otherwise inconclusive. So 3 better / 12 tie / 2 worse is
-    inconclusive, and the verdict never disagrees in sign with the pooled mean.
+    carry no sign; :meth:`Verdict.signs`, half the level's alpha per direction) that
+    must agree in sign with the pooled mean difference over tasks. So 3 better / 12 tie
+    / 2 worse is inconclusive, and the verdict never disagrees in sign with the pooled
+    mean. More seeds narrow each task's interval, so fewer tasks stay tied.
     """
 
     method: str
@@ -240,10 +610,8 @@ class PairedMajority:
     select_metric: str = ""
     higher_is_better: bool = True
     margin: float = 0.0
-    confidence: float = 0.95
-    alpha: float = 0.05
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         pivot = paired(table, metric)
         sign = 1.0 if self.higher_is_better else -1.0
         per_task = []
@@ -252,12 +620,13 @@ class PairedMajority:
             diffs = sign * (rows[self.method] - rows[opponent]).dropna()
             if diffs.empty:
                 continue
-            task_iv = t_interval(diffs.to_numpy(), self.confidence)
+            task_iv = level.t_interval(diffs.to_numpy())
             per_task.append(
                 {
                     "task": task,
                     "baseline": opponent,
                     **task_iv.as_dict(),
+                    "sd": task_iv.sd,
                     "outcome": classify(task_iv, self.margin),
                 }
             )
@@ -265,33 +634,31 @@ class PairedMajority:
             raise ValueError(f"no paired measurements of {self.method} for metric {metric!r}")
         counts = {k: sum(p["outcome"] == k for p in per_task) for k in ("better", "tie", "worse")}
         n = len(per_task)
-        overall = t_interval([p["mean"] for p in per_task], self.confidence)
-        p_better = sign_test(counts["better"], counts["worse"])
-        p_worse = sign_test(counts["worse"], counts["better"])
-        if p_better <= self.alpha and overall.mean > 0:
-            verdict = "reproduced"
-        elif p_worse <= self.alpha and overall.mean < 0:
-            verdict = "not_reproduced"
-        else:
-            verdict = "inconclusive"
-        measured = {
-            "value": overall.mean,
-            "ci_low": overall.low,
-            "ci_high": overall.high,
-            "n": n,
-            "n_tasks": n,
-            "n_seeds": int(pivot.index.get_level_values("seed").nunique()),
-            **counts,
-            "test": "sign",
-            "sign_test_p": p_better if overall.mean >= 0 else p_worse,
-            "summary": (
+        overall = level.t_interval([p["mean"] for p in per_task])
+        sds = [p["sd"] for p in per_task if math.isfinite(p["sd"])]
+        p_min = min(
+            sign_test(counts["better"], counts["worse"]),
+            sign_test(counts["worse"], counts["better"]),
+        )
+        return Verdict.signs(
+            counts["better"],
+            counts["worse"],
+            overall.mean,
+            level,
+            (
                 f"{counts['better']} better / {counts['tie']} tie / {counts['worse']} worse "
-                f"over {n} tasks (sign test p = {min(p_better, p_worse):.3g}); pooled mean "
+                f"over {n} tasks (sign test p = {p_min:.3g}); pooled mean "
                 f"difference {overall.mean:+.4g}"
             ),
-            "per_task": per_task,
-        }
-        return verdict, measured
+            iv=overall,
+            n=n,
+            n_tasks=n,
+            n_seeds=int(pivot.index.get_level_values("seed").nunique()),
+            # the per-task spread over seeds: what more seeds would narrow
+            sd=float(np.sqrt(np.mean(np.square(sds)))) if sds else math.nan,
+            **counts,
+            per_task=per_task,
+        )
 
     def variants(self) -> tuple[str, ...]:
         """Every variant the check reads."""
@@ -326,7 +693,6 @@ class PrecisionGap:
     reference: str = "fp32"
     tasks: tuple[str, ...] = ()
     margin: float = 0.0
-    confidence: float = 0.95
 
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
@@ -334,7 +700,7 @@ class PrecisionGap:
     def precisions(self) -> tuple[str, ...]:
         return (self.closer, self.farther, self.reference)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         rows = table[(table.metric == metric) & (table.variant == self.variant)]
         if self.tasks:
             rows = rows[rows.task.isin(self.tasks)]
@@ -347,30 +713,20 @@ class PrecisionGap:
         diffs = (near - far).dropna().to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.closer} and {self.farther}")
-        iv = t_interval(diffs, self.confidence)
-        if iv.high < -self.margin:
-            verdict = "reproduced"
-        elif iv.low > 0:
-            verdict = "not_reproduced"
-        else:
-            verdict = "inconclusive"
-        return verdict, {
-            "value": iv.mean,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "n": iv.n,
-            "gap_closer": float(near.mean()),
-            "gap_farther": float(far.mean()),
-            "summary": (
-                f"|{self.closer} - {self.reference}| = {near.mean():.4g} vs "
-                f"|{self.farther} - {self.reference}| = {far.mean():.4g} over {iv.n} pairs"
-            ),
-        }
-
-
-def _not_tested(summary: str) -> tuple[str, dict[str, Any]]:
-    nan = float("nan")
-    return "inconclusive", {"value": nan, "ci_low": nan, "ci_high": nan, "summary": summary}
+        iv = level.t_interval(diffs)
+        verdict = Verdict.interval(
+            iv,
+            -self.margin,
+            False,
+            f"|{self.closer} - {self.reference}| = {near.mean():.4g} vs "
+            f"|{self.farther} - {self.reference}| = {far.mean():.4g} over {iv.n} pairs",
+            gap_closer=float(near.mean()),
+            gap_farther=float(far.mean()),
+        )
+        if verdict.verdict == "not_reproduced" and not iv.low > 0:
+            # between -margin and 0: closer, by less than the margin; not the other side
+            return Verdict("inconclusive", verdict.measured)
+        return verdict
 
 
 @dataclass(frozen=True)
@@ -389,6 +745,10 @@ class Where:
 
     def variants(self) -> tuple[str, ...]:
         return self.check.variants()
+
+    @property
+    def fixed_n(self) -> str:
+        return getattr(self.check, "fixed_n", "")
 
     def label(self) -> str:
         def show(v: Any) -> str:
@@ -411,13 +771,16 @@ class Where:
             keep &= table[key].isin(allowed)
         return table[keep]
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def scope(self) -> dict[str, tuple]:
+        """The unit parameters the check reads (for the rounds that add seeds)."""
+        return {k: v if isinstance(v, tuple) else (v,) for k, v in self.params}
+
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         rows = self.select(table)
         if rows.empty:
-            return _not_tested(f"not tested: no units with {self.label()} in this profile")
-        verdict, measured = self.check.evaluate(rows, metric)
-        measured["summary"] = f"[{self.label()}] {measured['summary']}"
-        return verdict, measured
+            return Verdict.not_tested(f"not tested: no units with {self.label()} in this profile")
+        verdict = self.check.evaluate(rows, metric, level)
+        return verdict.with_summary(f"[{self.label()}] {verdict.measured['summary']}")
 
 
 @dataclass(frozen=True)
@@ -429,27 +792,25 @@ class Trend:
     value of ``param``, or a constant metric (no rank correlation), do not count. One
     seed-free group is compared exactly.
 
-    Verdict: a one-sided sign test of the groups' signs at ``alpha`` that must agree
-    with the mean rho (reproduced on the claimed side, not reproduced on the other,
-    else inconclusive). Rank correlations saturate (every group can give exactly
+    Verdict: a one-sided sign test of the groups' signs (:meth:`Verdict.signs`) that
+    must agree with the mean rho (reproduced on the claimed side, not reproduced on the
+    other, else inconclusive). Rank correlations saturate (every group can give exactly
     rho = 1, a zero-width interval), so the interval of the mean rho is reported, not
     used."""
 
     variant: str
     param: str
     increasing: bool = True
-    confidence: float = 0.95
-    alpha: float = 0.05
 
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         rows = table[(table.variant == self.variant) & (table.metric == metric)]
         if rows.empty or self.param not in rows.columns:
-            return _not_tested(f"not tested: no {self.variant} units with a {self.param}")
+            return Verdict.not_tested(f"not tested: no {self.variant} units with a {self.param}")
         if rows[self.param].nunique() < 2:
-            return _not_tested(f"one {self.param} only: no trend to test")
+            return Verdict.not_tested(f"one {self.param} only: no trend to test")
         seed_free = is_seed_free(rows)
         rows = rows.assign(seed=rows.seed.fillna(NO_SEED))
         others = ["seed", *(c for c in param_columns(rows) if c != self.param)]
@@ -464,40 +825,30 @@ class Trend:
                 rhos.append(rho)
                 gaps.append(float(group.value.iloc[-1] - group.value.iloc[0]))
         if not rhos:
-            return _not_tested(f"{metric} constant within every setting: no trend to test")
-        iv = interval(rhos, seed_free, self.confidence)
+            return Verdict.not_tested(f"{metric} constant within every setting: no trend to test")
+        iv = level.interval(rhos, seed_free)
         gap = sum(gaps) / len(gaps)
         sign = 1.0 if self.increasing else -1.0
         agree = sum(sign * r > 0 for r in rhos)
         disagree = sum(sign * r < 0 for r in rhos)
+        what = (
+            f"Spearman({self.param}, {self.variant} {metric}) = {iv.mean:.3g} over "
+            f"{iv.n} groups, {agree} with the claimed sign / {disagree} against (claim: "
+            f"{'>' if self.increasing else '<'} 0); largest - smallest {self.param}: {gap:.3g}"
+        )
         if seed_free and iv.n == 1:  # one deterministic group: its rho decides exactly
-            verdict = "reproduced" if agree else "not_reproduced" if disagree else "inconclusive"
-            p = math.nan
-        else:  # rank correlations saturate at +-1: decide by their signs, not their spread
-            p_agree, p_disagree = sign_test(agree, disagree), sign_test(disagree, agree)
-            p = p_agree if agree >= disagree else p_disagree
-            if p_agree <= self.alpha and sign * iv.mean > 0:
-                verdict = "reproduced"
-            elif p_disagree <= self.alpha and sign * iv.mean < 0:
-                verdict = "not_reproduced"
-            else:
-                verdict = "inconclusive"
-        return verdict, {
-            "value": iv.mean,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "n": iv.n,
-            "seed_free": seed_free and iv.n == 1,
-            "test": "sign",
-            "sign_test_p": p,
-            "mean_gap_largest_minus_smallest": gap,
-            "summary": (
-                f"Spearman({self.param}, {self.variant} {metric}) = {iv.mean:.3g} over "
-                f"{iv.n} groups, {agree} with the claimed sign / {disagree} against (sign "
-                f"test p = {p:.3g}; claim: {'>' if self.increasing else '<'} 0); largest - "
-                f"smallest {self.param}: {gap:.3g}"
-            ),
-        }
+            holds = True if agree else False if disagree else None
+            return Verdict.exact_property(holds, iv.mean, what, mean_gap_largest_minus_smallest=gap)
+        return Verdict.signs(
+            agree,
+            disagree,
+            sign * iv.mean,
+            level,
+            what,
+            iv=iv,
+            n=iv.n,
+            mean_gap_largest_minus_smallest=gap,
+        )
 
 
 #: the fewest independent replicates a decisive verdict may rest on
@@ -506,13 +857,18 @@ EVIDENCE_RULES = (
     f"A decisive verdict (reproduced / not reproduced) needs at least {MIN_REPLICATES} "
     "independent replicates of the quantity the check tests (seeds, or tasks for a check "
     "over tasks) and a bounded interval of non-zero width; otherwise it is inconclusive, "
-    "with the reason. Seed-free (deterministic) quantities are compared exactly. Checks "
-    "over tasks (and trends over groups) decide by a one-sided sign test of better "
-    "against worse tasks (ties carry no sign, alpha 0.05) that must agree in sign with "
-    "the pooled mean; exhaustive checks (a property every unit must show) count exactly; "
-    "quantities declared deterministic (every seed agrees) are compared value by value. "
-    "'detectable' is the interval's half-width: the smallest effect the test could have "
-    "seen; a miss where it exceeds the paper's effect is marked underpowered."
+    "with the reason. Paper runs add seeds in rounds until each claim is decided or the "
+    "method's evidence budget is spent, and every interval and test is read at the "
+    "round's look of a group-sequential plan with O'Brien-Fleming alpha spending "
+    "(two-sided alpha 0.05 over all looks), so stopping when decided keeps the error "
+    "rate. Seed-free (deterministic) quantities are compared exactly. Checks over tasks "
+    "(and trends over groups) decide by a one-sided sign test of better against worse "
+    "tasks (ties carry no sign, half the look's alpha per direction) that must agree in "
+    "sign with the pooled mean; exhaustive checks (a property every unit must show) count "
+    "exactly. 'detectable' is the interval's half-width: the smallest effect the test "
+    "could have seen; a miss where it exceeds the claim's smallest effect that matters is "
+    "marked underpowered, with the seeds it would need. 'out of reach here' marks a claim "
+    "this code cannot test at any affordable size on this machine, with what would."
 )
 
 
@@ -520,9 +876,7 @@ def _finite(x: Any) -> bool:
     return isinstance(x, int | float) and math.isfinite(x)
 
 
-def apply_evidence_rules(
-    verdict: str, measured: dict[str, Any], paper_effect: float | None = None
-) -> tuple[str, dict[str, Any]]:
+def apply_evidence_rules(verdict: Verdict, effect: float | None = None) -> Verdict:
     """The evidence rules every check's verdict passes through (one place for every
     method, core checks and method-specific ones alike; see :data:`EVIDENCE_RULES`).
 
@@ -530,7 +884,8 @@ def apply_evidence_rules(
     (what the check alone said, when a rule overrides it), ``rule`` (why), ``flags``
     (``identical_replicates`` for a zero-width interval over several seeded values,
     ``underpowered``)."""
-    measured = dict(measured)
+    measured = dict(verdict.measured)
+    result = verdict.verdict
     low, high = measured.get("ci_low"), measured.get("ci_high")
     n = measured.get("n", measured.get("n_tasks"))
     seed_free = bool(measured.get("seed_free", False))
@@ -544,9 +899,9 @@ def apply_evidence_rules(
         reason = "the check reports no replicate count n"
     elif n < MIN_REPLICATES:
         reason = f"n < {MIN_REPLICATES} (n = {n})"
-    elif measured.get("test") in ("sign", "exhaustive"):
-        # decided by the signs of n replicates, or by an exact count over every unit
-        # (a property that must hold on each: one failure fails it); no interval used
+    elif measured.get("test") in ("sign", "exhaustive", "permutation"):
+        # decided by the signs of n replicates, a test's p-value, or an exact count over
+        # every unit (a property that must hold on each: one failure fails it)
         pass
     elif not bounded:
         reason = "unbounded interval"
@@ -554,28 +909,36 @@ def apply_evidence_rules(
         reason = f"zero-width interval: all {n} replicates identical"
         if not seed_free:  # seeded replicates that agree exactly: look at the seed
             flags.append("identical_replicates")
-    if reason and verdict in ("reproduced", "not_reproduced"):
-        measured["check_verdict"] = verdict
+    if reason and result in DECISIVE:
+        measured["check_verdict"] = result
         measured["rule"] = reason
-        verdict = "inconclusive"
-    if (
-        verdict != "reproduced"
-        and paper_effect is not None
-        and measured["detectable"] > abs(paper_effect)
-    ):
+        result = "inconclusive"
+    if result == "inconclusive" and effect and measured["detectable"] > abs(effect):
         flags.append("underpowered")
-    if paper_effect is not None:
-        measured["paper_effect"] = paper_effect
     if flags:
         measured["flags"] = flags
-    return verdict, measured
+    return Verdict(result, measured)
+
+
+@dataclass(frozen=True)
+class OutOfReach:
+    """Why a claim cannot be tested by this code on this machine at any affordable size,
+    and what would test it (the model, the data, the GPU hours)."""
+
+    reason: str
+    would_test: str
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A paper's claim as data. ``paper_effect``: the paper's effect as a number on the
-    scale of the check's value (e.g. +0.012 accuracy), when the paper states one; the
-    report sets it next to the smallest effect our test could detect."""
+    """A paper's claim as data.
+
+    ``effect`` is the smallest effect that matters, on the scale of the check's value
+    (e.g. 0.0095 accuracy): the paper's effect where the paper states one, else a
+    declared margin; ``effect_basis`` says which (and from what). It sets the power the
+    sequential rounds aim for and the seeds an undecided claim would need. ``source``
+    says where ``paper_value`` comes from (``abstract``, ``card``, ``Table 2``, ...).
+    ``central`` marks the abstract's main empirical claim (one per method)."""
 
     id: str
     statement: str
@@ -583,10 +946,14 @@ class Claim:
     paper_setting: str
     metric: str
     check: Check
-    paper_effect: float | None = None
+    effect: float
+    effect_basis: str
+    source: str
+    central: bool = False
     #: the quantization scheme the claim is about (e.g. "bitdgdm_w4a4" for a memory
     #: claim): its verdict is read there only, not at every precision
     precision: str | None = None
+    out_of_reach: OutOfReach | None = None
 
     @property
     def cross_precision(self) -> bool:
@@ -608,7 +975,34 @@ class Claim:
         its headline verdict; an ordinary claim's headline verdict is the one at fp32)."""
         return self.cross_precision or self.precision is not None
 
-    def evaluate(self, table: pd.DataFrame, precision: str, profile: str) -> dict[str, Any]:
+    @property
+    def fixed_n(self) -> str:
+        """Why more seeds would not decide this claim ('' when they would)."""
+        return getattr(self.check, "fixed_n", "")
+
+    def definition(self) -> dict[str, Any]:
+        """What the claim *is*, for the preregistration ledger: everything but the data."""
+        return {
+            "statement": self.statement,
+            "metric": self.metric,
+            "check": repr(self.check),
+            "paper_value": self.paper_value,
+            "source": self.source,
+            "effect": self.effect,
+            "effect_basis": self.effect_basis,
+            "central": self.central,
+            "precision": self.precision,
+            "out_of_reach": None
+            if self.out_of_reach is None
+            else {"reason": self.out_of_reach.reason, "would_test": self.out_of_reach.would_test},
+        }
+
+    def evaluate(
+        self, table: pd.DataFrame, precision: str, profile: str, plan: Any = None
+    ) -> dict[str, Any]:
+        """The claim's result at ``precision`` (its claims.json entry). ``plan``: the
+        sequential plan (:class:`reprolab.core.sequential.Plan`); the look is the number
+        of seeds in the rows the claim reads. Without a plan: a fixed-n analysis."""
         if self.cross_precision:
             rows = table
             absent = sorted(set(self.check.precisions()) - set(table.precision))
@@ -616,35 +1010,74 @@ class Claim:
             rows = table[table.precision == precision]
             absent = [precision] if self.precision is not None and rows.empty else []
         missing = sorted(set(self.check.variants()) - set(rows.variant))
+        seeds = sorted(
+            int(s) for s in rows[rows.variant.isin(self.check.variants())].seed.dropna().unique()
+        )
+        level = FIXED
+        if plan is not None and seeds:
+            level = Level.at(plan.look(len(seeds)))
         if missing or absent:  # e.g. a baseline or a scheme left out in params.yaml
-            verdict = "inconclusive"
-            nan = float("nan")
             what = (
                 f"precision(s) {', '.join(absent)} were not quantized"
                 if absent
                 else f"variant(s) {', '.join(missing)} were not trained"
             )
-            measured = {
-                "value": nan,
-                "ci_low": nan,
-                "ci_high": nan,
-                "summary": f"not tested: {what}",
-            }
+            verdict = Verdict.not_tested(f"not tested: {what}")
         else:
-            verdict, measured = self.check.evaluate(rows, self.metric)
-            verdict, measured = apply_evidence_rules(verdict, measured, self.paper_effect)
+            verdict = apply_evidence_rules(
+                self.check.evaluate(rows, self.metric, level), self.effect
+            )
+        measured = dict(verdict.measured)
+        measured["seeds"] = seeds
+        if level.look is not None:
+            measured["sequential"] = level.look.as_dict()
+        if self.fixed_n:
+            measured["fixed_n"] = self.fixed_n
+        result = verdict.verdict
+        if self.out_of_reach is not None:
+            if result != "inconclusive" or "check_verdict" not in measured:
+                measured["check_verdict"] = result
+            result = Verdict.out_of_reach(self.out_of_reach, measured).verdict
+            measured["out_of_reach"] = {
+                "reason": self.out_of_reach.reason,
+                "would_test": self.out_of_reach.would_test,
+            }
+        elif result == "inconclusive" and plan is not None and level.look is not None:
+            measured.update(_needs(measured, self.effect, plan, len(seeds)))
         return {
             "id": self.id,
             "statement": self.statement,
             "paper_value": self.paper_value,
+            "paper_source": self.source,
             "paper_setting": self.paper_setting,
             "metric": self.metric,
             "precision": precision,
             "measured": measured,
-            "verdict": verdict,
+            "verdict": result,
+            "central": self.central,
+            "effect": self.effect,
+            "effect_basis": self.effect_basis,
             "profile": profile,
             "headline": self.about_a_scheme or precision == "fp32",
             "level": "smoke-level (machinery check, not evidence)"
             if profile == "smoke"
             else "paper profile",
         }
+
+
+def _needs(measured: dict[str, Any], effect: float, plan: Any, seeds: int) -> dict[str, Any]:
+    """For an undecided claim: the seeds at which the plan's last look would decide an
+    effect of ``effect`` with 80% power, at the spread observed (per replicate), or why
+    there is no such estimate."""
+    if measured.get("not_tested"):
+        return {}
+    if measured.get("test") in ("exact", "exhaustive") or measured.get("seed_free"):
+        return {"needs": "more seeds cannot decide it (no seeded replicates)"}
+    sd, n = measured.get("sd"), measured.get("n")
+    if not (_finite(sd) and sd > 0 and isinstance(n, int) and n > 0 and effect > 0):
+        return {"needs": "no estimate (no spread or no effect to aim for)"}
+    per_seed = n / seeds if measured.get("test") != "sign" else 1.0
+    needed = plan.seeds_needed(float(sd), float(effect), per_seed)
+    if needed is None:
+        return {}
+    return {"needs_seeds": needed}

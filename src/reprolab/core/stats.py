@@ -16,6 +16,8 @@ class Interval:
     high: float
     n: int
     confidence: float
+    #: standard deviation of one replicate (nan where there is none to estimate)
+    sd: float = math.nan
 
     def as_dict(self) -> dict[str, float]:
         return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "n": self.n}
@@ -34,9 +36,9 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
         return Interval(mean, -math.inf, math.inf, 1, confidence)
     from scipy import stats  # lazy: method specs import this module and must stay cheap
 
-    sem = float(x.std(ddof=1) / math.sqrt(x.size))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sem
-    return Interval(mean, mean - half, mean + half, int(x.size), confidence)
+    sd = float(x.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df=x.size - 1)) * sd / math.sqrt(x.size)
+    return Interval(mean, mean - half, mean + half, int(x.size), confidence, sd)
 
 
 def exact(value: float) -> Interval:

@@ -12,9 +12,10 @@ per seed, since seeds jitter the optimiser's starting point; its intervals over 
 are narrow by design: they measure convergence, not sampling noise. Paired differences
 set each seeded value against the baseline's one exact value (core ``paired``).
 
-Rules, fixed before any run:
+Rules, fixed before any run (intervals read at the look of the sequential plan, alpha 0.05
+two-sided overall):
 - ``vs_gaussian_k10`` / ``vs_laplace_k10``: core ``Where(PairedDifference, sigma=5,
-  k=10)``: per seed eps(method) - eps(baseline) at that setting; reproduced when its 95%
+  k=10)``: per seed eps(method) - eps(baseline) at that setting; reproduced when its
   t-interval lies below 0, not reproduced when above 0, else inconclusive.
 - ``BeatsBetterBaseline``: per task with k in [k_min, k_max] the relative gain over the
   better baseline, 1 - eps(method) / min(eps(baselines)); a task is 'better' when its
@@ -26,23 +27,22 @@ Rules, fixed before any run:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
-from reprolab.core.claims import Claim, PairedDifference, Where, is_seed_free, paired
+from reprolab.core.claims import (
+    FIXED,
+    Claim,
+    IntervalCheck,
+    Level,
+    PairedDifference,
+    Sample,
+    Verdict,
+    Where,
+    is_seed_free,
+    paired,
+)
 
 BASELINES = ("gaussian", "laplace")
-
-
-def _not_tested(reason: str) -> tuple[str, dict[str, Any]]:
-    nan = math.nan
-    return "inconclusive", {"value": nan, "ci_low": nan, "ci_high": nan, "summary": reason}
-
-
-def _side(low: float, high: float) -> str:
-    """Verdict of an interval for a quantity the claim says is positive."""
-    return "reproduced" if low > 0 else "not_reproduced" if high < 0 else "inconclusive"
 
 
 def gains(table, metric: str, method: str, baselines: tuple[str, ...]):
@@ -59,7 +59,10 @@ def _seed_free(table, method: str) -> bool:
 
 @dataclass(frozen=True)
 class BeatsBetterBaseline:
-    """``method`` beats the better baseline at every tested k in [k_min, k_max].
+    """``method`` beats the better baseline at every tested k in [k_min, k_max]: per
+    task, the interval of the relative gain over seeds against 0
+    (:meth:`Verdict.interval`), and every task must be reproduced
+    (:meth:`Verdict.all_of`: one task on the other side fails it).
 
     Method-specific: the opponent is the better of the baselines per (task, seed) on the
     tested metric itself (the baselines are exact, there is no validation metric to pick
@@ -70,47 +73,40 @@ class BeatsBetterBaseline:
     baselines: tuple[str, ...]
     k_min: int
     k_max: int
-    confidence: float = 0.95
 
     def variants(self) -> tuple[str, ...]:
         return (self.method, *self.baselines)
 
-    def evaluate(self, table, metric: str) -> tuple[str, dict[str, Any]]:
-        from reprolab.core.stats import classify, interval
-
+    def evaluate(self, table, metric: str, level: Level = FIXED) -> Verdict:
         seed_free = _seed_free(table, self.method)
         g = gains(table, metric, self.method, self.baselines)
         g = g[(g.k >= self.k_min) & (g.k <= self.k_max)]
         if g.empty:
-            return _not_tested(f"not tested: no task with {self.k_min} <= k <= {self.k_max}")
-        per_task = []
+            return Verdict.not_tested(f"not tested: no task with {self.k_min} <= k <= {self.k_max}")
+        parts, per_task = [], []
         for task, rows in g.groupby("task"):
-            iv = interval(rows.gain.to_numpy(), seed_free, self.confidence)
-            per_task.append({"task": task, **iv.as_dict(), "outcome": classify(iv)})
-        outcomes = [p["outcome"] for p in per_task]
-        if all(o == "better" for o in outcomes):
-            verdict = "reproduced"
-        elif "worse" in outcomes:
-            verdict = "not_reproduced"
-        else:
-            verdict = "inconclusive"
-        pooled = interval(g.gain.to_numpy(), seed_free, self.confidence)
+            iv = level.interval(rows.gain.to_numpy(), seed_free)
+            part = Verdict.interval(iv, 0.0, True, str(task), seed_free=seed_free)
+            parts.append(part)
+            per_task.append({"task": task, **iv.as_dict(), "verdict": part.verdict})
+        pooled = level.interval(g.gain.to_numpy(), seed_free)
         shown = ", ".join(f"{p['task']} {100 * p['mean']:+.2f}%" for p in per_task)
-        return verdict, {
-            "value": pooled.mean,
-            "ci_low": pooled.low,
-            "ci_high": pooled.high,
-            "n": pooled.n,
-            "seed_free": seed_free,
-            "per_task": per_task,
-            "summary": f"relative gain over the better baseline: {shown}",
-        }
+        return Verdict.all_of(
+            parts,
+            pooled.mean,
+            f"relative gain over the better baseline: {shown}",
+            iv=pooled,
+            seed_free=seed_free,
+            sd=pooled.sd,
+            per_task=per_task,
+        )
 
 
 @dataclass(frozen=True)
 class GapShrinks:
     """The relative gain over the better baseline is smaller at the largest k >= k_large
-    than at k_ref (paired by sigma and seed).
+    than at k_ref (paired by sigma and seed): the statistic is gain(k_ref) -
+    gain(largest k), claimed positive.
 
     Method-specific: it compares one derived quantity (the gain over the better baseline)
     between two values of the parameter k, which no core check does."""
@@ -119,14 +115,15 @@ class GapShrinks:
     baselines: tuple[str, ...]
     k_ref: int
     k_large: int
-    confidence: float = 0.95
+
+    @property
+    def untested(self) -> str:
+        return f"not tested: needs k = {self.k_ref} and some k >= {self.k_large} in one profile"
 
     def variants(self) -> tuple[str, ...]:
         return (self.method, *self.baselines)
 
-    def evaluate(self, table, metric: str) -> tuple[str, dict[str, Any]]:
-        from reprolab.core.stats import interval
-
+    def __call__(self, table, metric: str) -> Sample | None:
         seed_free = _seed_free(table, self.method)
         g = gains(table, metric, self.method, self.baselines)
         diffs, shown = [], []
@@ -138,25 +135,18 @@ class GapShrinks:
             k_big = int(large.k.max())
             at_ref = ref.set_index("seed").gain
             at_big = rows[rows.k == k_big].set_index("seed").gain
-            paired_diffs = (at_ref - at_big).dropna()
-            diffs.extend(paired_diffs.tolist())
+            diffs.extend((at_ref - at_big).dropna().tolist())
             shown.append(
                 f"sigma/s={sigma:g}: k={self.k_ref} {100 * at_ref.mean():+.2f}% vs "
                 f"k={k_big} {100 * at_big.mean():+.2f}%"
             )
         if not diffs:
-            return _not_tested(
-                f"not tested: needs k = {self.k_ref} and some k >= {self.k_large} in one profile"
-            )
-        iv = interval(diffs, seed_free, self.confidence)
-        return _side(iv.low, iv.high), {
-            "value": iv.mean,
-            "ci_low": iv.low,
-            "ci_high": iv.high,
-            "n": iv.n,
-            "seed_free": seed_free,
-            "summary": "relative gain over the better baseline: " + "; ".join(shown),
-        }
+            return None
+        return Sample(
+            values=tuple(diffs),
+            seed_free=seed_free,
+            summary="relative gain over the better baseline: " + "; ".join(shown),
+        )
 
 
 _FIG1 = (
@@ -177,7 +167,10 @@ CLAIMS = (
         check=Where(
             PairedDifference("optimized", "gaussian", higher_is_better=False), sigma=5.0, k=10
         ),
-        paper_effect=-0.26,  # 2.66 - 2.92
+        effect=0.26,
+        effect_basis="paper: 2.92 - 2.66 (card, pre-camera-ready Fig. 1)",
+        source="Fig. 1",
+        central=True,
     ),
     Claim(
         id="vs_laplace_k10",
@@ -191,7 +184,9 @@ CLAIMS = (
         check=Where(
             PairedDifference("optimized", "laplace", higher_is_better=False), sigma=5.0, k=10
         ),
-        paper_effect=-0.17,  # 2.66 - 2.83
+        effect=0.17,
+        effect_basis="paper: 2.83 - 2.66 (card, pre-camera-ready Fig. 1)",
+        source="Fig. 1",
     ),
     Claim(
         id="moderate_regime",
@@ -200,12 +195,17 @@ CLAIMS = (
             "noise has a lower epsilon than the better of Gaussian and Laplace"
         ),
         paper_value=(
-            "better than both in the moderate regime, roughly 10-40 compositions "
-            "(> 2% in epsilon in a band of (k, sigma), Fig. 2)"
+            "better than Gaussian and Laplace of equal variance, most in the moderate "
+            "composition regime, ~10-40 compositions (card; abstract: 'significant "
+            "improvements ... in the moderate composition regimes')"
         ),
-        paper_setting="delta = 1e-6, equal variance, Connect-the-Dots accountant (Fig. 2)",
+        paper_setting="delta = 1e-6, equal variance, Connect-the-Dots accountant",
         metric="eps_ref",
         check=BeatsBetterBaseline(method="optimized", baselines=BASELINES, k_min=10, k_max=40),
+        effect=0.06,
+        effect_basis="paper: 1 - 2.66 / 2.83 = 0.06 relative gain over the better baseline "
+        "at k = 10 (card, pre-camera-ready Fig. 1)",
+        source="card",
     ),
     Claim(
         id="small_k",
@@ -213,13 +213,15 @@ CLAIMS = (
             "At small k (every tested k below 10) the optimized noise has a lower epsilon "
             "than the better of Gaussian and Laplace (there, Laplace)"
         ),
-        paper_value=(
-            "Laplace is close to optimal for a small number of compositions, and the "
-            "optimized noise is consistently better (abstract; Fig. 2)"
-        ),
-        paper_setting="delta = 1e-6, equal variance, Connect-the-Dots accountant (Fig. 2)",
+        paper_value="'our optimized distributions are consistently better' (abstract); no "
+        "number below 10 compositions in the abstract or card",
+        paper_setting="delta = 1e-6, equal variance, Connect-the-Dots accountant",
         metric="eps_ref",
         check=BeatsBetterBaseline(method="optimized", baselines=BASELINES, k_min=1, k_max=9),
+        effect=0.01,
+        effect_basis="margin: 1% relative epsilon gain; no number below 10 compositions in "
+        "the abstract or card",
+        source="abstract",
     ),
     Claim(
         id="gap_shrinks",
@@ -228,11 +230,18 @@ CLAIMS = (
             "tested k (>= 100) than at k = 10"
         ),
         paper_value=(
-            "for a large number of compositions Gaussian is close to optimal "
-            "(gain < 2% outside the moderate band, Fig. 2)"
+            "improvements are largest in the moderate composition regime, ~10-40 "
+            "compositions (card; abstract: 'in the moderate composition regimes')"
         ),
-        paper_setting="delta = 1e-6, equal variance, Connect-the-Dots accountant (Fig. 2)",
+        paper_setting="delta = 1e-6, equal variance, Connect-the-Dots accountant",
         metric="eps_ref",
-        check=GapShrinks(method="optimized", baselines=BASELINES, k_ref=10, k_large=100),
+        check=IntervalCheck(
+            GapShrinks(method="optimized", baselines=BASELINES, k_ref=10, k_large=100),
+            bound=0.0,
+        ),
+        effect=0.01,
+        effect_basis="margin: 1 point of relative epsilon gain; the card gives the k = 10 "
+        "gain (0.06) but none at large k",
+        source="card",
     ),
 )

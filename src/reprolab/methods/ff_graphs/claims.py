@@ -8,14 +8,12 @@ their graph at the largest test length and their out-of-distribution accuracy.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from reprolab.core.claims import Claim
+from reprolab.core.claims import FIXED, NO_SEED, Claim, Level, Verdict, paired
 
 METRIC_PREFIX = "graph_n"
 
@@ -44,21 +42,46 @@ def loglog_slope(ns, values) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def _exact(value: float, verdict: str, summary: str) -> tuple[str, dict[str, Any]]:
-    return verdict, {
-        "value": value,
-        "ci_low": value,
-        "ci_high": value,
-        "n": 1,
-        "seed_free": True,
-        "summary": summary,
-    }
+def per_seed(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """metric per (n, seed) and family, from the metric units: deterministic families
+    (seed-free units) are broadcast onto every seed of the seeded ones (core
+    ``paired``), so each seed of a searched or random family is its own replicate. With
+    seed-free families only, there is one row per n (seed -1)."""
+    rows = table[table.task.map(is_metric_task) & (table.metric == metric)]
+    if rows.empty:
+        raise ValueError(f"no {metric!r} values of the metrics task")
+    pivot = paired(rows.assign(n=rows["n"].astype(float)), metric)
+    return pivot.droplevel("task").reorder_levels(["n", "seed"]).sort_index()
+
+
+def _seeded(pivot: pd.DataFrame) -> bool:
+    return bool((pivot.index.get_level_values("seed") != NO_SEED).any())
+
+
+def _slopes(pivot: pd.DataFrame, variant: str) -> np.ndarray:
+    """The log-log slope of ``variant``'s curve against n, per seed (one when the
+    family is deterministic)."""
+    out = []
+    for _, rows in pivot[variant].dropna().groupby(level="seed"):
+        ns = rows.index.get_level_values("n")
+        out.append(loglog_slope(ns, rows.to_numpy()))
+    return np.asarray(out)
+
+
+def _compare(values: np.ndarray, seeded: bool, bound: float, above: bool, what: str, level: Level):
+    """Deterministic values compared exactly; seeded ones by their interval over seeds."""
+    if not seeded:
+        return Verdict.exact(values, bound, above, what)
+    iv = level.t_interval(values)
+    return Verdict.interval(iv, bound, above, f"{what}: {iv.mean:.4g} over {iv.n} seeds")
 
 
 @dataclass(frozen=True)
 class Extreme:
     """At the largest n, ``variant`` has the largest (``largest``) or smallest value of the
-    metric among every family measured (exact; seeded families averaged over seeds)."""
+    metric among every family measured: per seed, the margin over the nearest rival
+    (positive when the claim holds); exact when every family is deterministic, else an
+    interval over the seeds of the seeded families."""
 
     variant: str
     largest: bool = True
@@ -66,26 +89,27 @@ class Extreme:
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        curve = family_curve(table, metric)
-        last = curve.loc[curve.index.max()].dropna()
-        others = last.drop(self.variant)
-        mine = float(last[self.variant])
-        ok = (mine > others).all() if self.largest else (mine < others).all()
-        rival = others.idxmax() if self.largest else others.idxmin()
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+        pivot = per_seed(table, metric)
+        n_max = pivot.index.get_level_values("n").max()
+        last = pivot.xs(n_max, level="n").dropna(axis=1, how="all")
+        others = last.drop(columns=self.variant)
+        mine = last[self.variant]
+        margin = (mine - others.max(axis=1)) if self.largest else (others.min(axis=1) - mine)
+        rival = others.mean().idxmax() if self.largest else others.mean().idxmin()
         word = "largest" if self.largest else "smallest"
-        return _exact(
-            mine,
-            "reproduced" if ok and len(others) else "not_reproduced",
-            f"n={int(curve.index.max())}: {self.variant} {mine:.4g}, next {rival} "
-            f"{float(others[rival]):.4g} (claim: {word} of {len(last)} families)",
+        what = (
+            f"n={int(n_max)}: {self.variant} {mine.mean():.4g}, next {rival} "
+            f"{others[rival].mean():.4g} (claim: {word} of {last.shape[1]} families; margin)"
         )
+        return _compare(margin.to_numpy(), _seeded(last), 0.0, True, what, level)
 
 
 @dataclass(frozen=True)
 class Slope:
     """The fitted log-log slope of the metric against n for ``variant`` is below
-    (``below``) or above ``bound`` (exact least squares over the sizes run)."""
+    (``below``) or above ``bound``: exact least squares over the sizes run for a
+    deterministic family, an interval over per-seed slopes for a seeded one."""
 
     variant: str
     bound: float
@@ -94,24 +118,27 @@ class Slope:
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        curve = family_curve(table, metric)[self.variant].dropna()
-        slope = loglog_slope(curve.index, curve.to_numpy())
-        ok = slope < self.bound if self.below else slope > self.bound
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+        pivot = per_seed(table, metric)
+        curve = pivot[self.variant].dropna()
+        slopes = _slopes(pivot, self.variant)
+        ns = curve.index.get_level_values("n")
         op = "<" if self.below else ">"
-        return _exact(
-            slope,
-            "reproduced" if ok else "not_reproduced",
-            f"{self.variant}: d log {metric} / d log n = {slope:.3f} over n = "
-            f"{int(curve.index.min())}..{int(curve.index.max())} (claim: {op} {self.bound:g})",
+        what = (
+            f"{self.variant}: d log {metric} / d log n = {slopes.mean():.3f} over n = "
+            f"{int(ns.min())}..{int(ns.max())} (claim: {op} {self.bound:g})"
         )
+        seeded = bool((curve.index.get_level_values("seed") != NO_SEED).any())
+        return _compare(slopes, seeded, self.bound, not self.below, what, level)
 
 
 @dataclass(frozen=True)
 class GoodBoth:
     """``variant`` mixes fast (log-log slope of mixing time below ``slope_bound``) and
-    keeps a higher normalised fidelity than ``baseline`` at the largest n. The claim's
-    metric is the fidelity; the mixing time is read as well."""
+    keeps a higher normalised fidelity than ``baseline`` at the largest n: both parts
+    must hold (:meth:`Verdict.all_of`), each exact for a deterministic family and an
+    interval over seeds for a seeded one. The claim's metric is the fidelity; the mixing
+    time is read as well."""
 
     variant: str
     baseline: str = "full"
@@ -120,18 +147,25 @@ class GoodBoth:
     def variants(self) -> tuple[str, ...]:
         return (self.variant, self.baseline)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
-        mix = family_curve(table, "mixing_time")[self.variant].dropna()
-        slope = loglog_slope(mix.index, mix.to_numpy())
-        fid = family_curve(table, metric)
-        last = fid.loc[fid.index.max()]
-        gap = float(last[self.variant] - last[self.baseline])
-        ok = slope < self.slope_bound and gap > 0
-        return _exact(
-            gap,
-            "reproduced" if ok else "not_reproduced",
-            f"{self.variant}: mixing slope {slope:.3f} (claim < {self.slope_bound:g}); "
-            f"{metric} - {self.baseline} at n={int(fid.index.max())} = {gap:.4g} (claim > 0)",
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+        mix = per_seed(table, "mixing_time")
+        slopes = _slopes(mix, self.variant)
+        fid = per_seed(table, metric)
+        n_max = fid.index.get_level_values("n").max()
+        last = fid.xs(n_max, level="n")
+        gap = (last[self.variant] - last[self.baseline]).dropna()
+        mixing = _compare(
+            slopes, _seeded(mix), self.slope_bound, False, f"{self.variant} mixing slope", level
+        )
+        fidelity = _compare(
+            gap.to_numpy(), _seeded(last), 0.0, True, f"{metric} - {self.baseline}", level
+        )
+        return Verdict.all_of(
+            [mixing, fidelity],
+            float(gap.mean()),
+            f"{self.variant}: mixing slope {slopes.mean():.3f} (claim < {self.slope_bound:g}); "
+            f"{metric} - {self.baseline} at n={int(n_max)} = {gap.mean():.4g} (claim > 0)",
+            iv=level.t_interval(gap.to_numpy()) if len(gap) > 1 else None,
         )
 
 
@@ -160,32 +194,28 @@ def spearman(x, y) -> float:
 @dataclass(frozen=True)
 class Correlation:
     """Spearman correlation of the graph metric with ``accuracy`` over (task, family)
-    means has the claimed sign: reproduced when rho has that sign and the permutation
-    test (pairings, two-sided) gives p < ``alpha``; not reproduced when rho has the
-    other sign with p < alpha; else inconclusive. The interval bootstraps seeds within
-    each (task, family)."""
+    means has the claimed sign: decided by the permutation test (pairings, two-sided) at
+    the level's alpha (:meth:`Verdict.test`). The interval bootstraps seeds within each
+    (task, family)."""
 
     sign: int = 1
     accuracy: str = "ood_acc"
-    alpha: float = 0.05
     resamples: int = 300
+    #: its replicates are (task, family) points, set by the config: more seeds only
+    #: average each point more, so the sequential rounds leave it at the first look
+    fixed_n = "a correlation over a fixed set of (task, family) points"
 
     def variants(self) -> tuple[str, ...]:
         return ()
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
         from scipy import stats
 
         units, means = correlation_points(table, metric, self.accuracy)
         if len(means) < 3:
-            nan = math.nan
-            return "inconclusive", {
-                "value": nan,
-                "ci_low": nan,
-                "ci_high": nan,
-                "n": len(means),
-                "summary": f"not tested: {len(means)} trained (task, family) points (need 3)",
-            }
+            return Verdict.not_tested(
+                f"not tested: {len(means)} trained (task, family) points (need 3)"
+            )
         x, y = means[metric].to_numpy(), means[self.accuracy].to_numpy()
         rho = spearman(x, y)
         test = stats.permutation_test(
@@ -204,24 +234,19 @@ class Correlation:
             yb = [rng.choice(g, size=len(g)).mean() for g in groups]
             boot.append(spearman(x, yb))
         lo, hi = (float(v) for v in np.quantile(boot, [0.025, 0.975]))
-        if p < self.alpha and rho * self.sign > 0:
-            verdict = "reproduced"
-        elif p < self.alpha and rho * self.sign < 0:
-            verdict = "not_reproduced"
-        else:
-            verdict = "inconclusive"
         want = "positive" if self.sign > 0 else "negative"
-        return verdict, {
-            "value": rho,
-            "ci_low": lo,
-            "ci_high": hi,
-            "p_value": p,
-            "n": len(means),
-            "summary": (
+        return Verdict.test(
+            p,
+            rho * self.sign,
+            level,
+            rho,
+            (
                 f"Spearman rho({metric}, {self.accuracy}) = {rho:.3f} over {len(means)} "
                 f"(task, family) means, permutation p = {p:.3g} (claim: {want})"
             ),
-        }
+            ci=(lo, hi),
+            n=len(means),
+        )
 
 
 _SETTING = "exact metrics, n = 16 .. 1024 (doubling), Fig. 1 and Secs. 4-6"
@@ -231,10 +256,13 @@ CLAIMS = (
     Claim(
         id="line_best_fidelity",
         statement="The line graph has the highest normalised minimax fidelity",
-        paper_value="line: best fidelity (Theta(sqrt n) normalised)",
+        paper_value="line graph: best fidelity (card; no growth rate given)",
         paper_setting=_SETTING,
         metric="fidelity",
         check=Extreme("line", largest=True),
+        effect=0.0,
+        effect_basis="exact: seed-free deterministic metric compared exactly (no interval), so 0",
+        source="card",
     ),
     Claim(
         id="line_worst_mixing",
@@ -243,6 +271,9 @@ CLAIMS = (
         paper_setting=_SETTING,
         metric="mixing_time",
         check=Extreme("line", largest=True),
+        effect=0.0,
+        effect_basis="exact: seed-free deterministic metric compared exactly (no interval), so 0",
+        source="card",
     ),
     Claim(
         id="line_linear_mixing",
@@ -251,6 +282,9 @@ CLAIMS = (
         paper_setting=_SETTING,
         metric="mixing_time",
         check=Slope("line", 0.8, below=False),
+        effect=0.0,
+        effect_basis="exact: seed-free deterministic metric compared exactly (no interval), so 0",
+        source="card",
     ),
     Claim(
         id="full_log_mixing",
@@ -259,24 +293,34 @@ CLAIMS = (
         paper_setting=_SETTING,
         metric="mixing_time",
         check=Slope("full", 0.3, below=True),
+        effect=0.0,
+        effect_basis="exact: seed-free deterministic metric compared exactly (no interval), so 0",
+        source="card",
     ),
     Claim(
         id="full_poor_fidelity",
         statement="The fully connected graph's normalised fidelity does not grow with n "
         "(log-log slope < 0.1), unlike the line's",
-        paper_value="fully connected: O(1) normalised fidelity",
+        paper_value="fully connected: poor fidelity (card)",
         paper_setting=_SETTING,
         metric="fidelity",
         check=Slope("full", 0.1, below=True),
+        effect=0.0,
+        effect_basis="exact: seed-free deterministic metric compared exactly (no interval), so 0",
+        source="card",
     ),
     Claim(
         id="searched_good_both",
         statement="The searched graph mixes fast (slope < 0.5) with higher fidelity than "
         "the fully connected graph",
-        paper_value="FS graphs: O(polylog n) mixing, fidelity above fully connected",
+        paper_value="good graphs get both fast mixing and high fidelity (card)",
         paper_setting=_SETTING + "; FunSearch graphs",
         metric="fidelity",
         check=GoodBoth("searched"),
+        effect=0.0,
+        effect_basis="margin: any fidelity gain over the fully connected graph counts (the "
+        "card gives no number); the searched family is seeded: intervals over seeds",
+        source="card",
     ),
     Claim(
         id="dilated_good_both",
@@ -286,6 +330,9 @@ CLAIMS = (
         paper_setting=_SETTING,
         metric="fidelity",
         check=GoodBoth("dilated"),
+        effect=0.0,
+        effect_basis="exact: seed-free deterministic metric compared exactly (no interval), so 0",
+        source="card",
     ),
     Claim(
         id="fidelity_vs_ood",
@@ -294,6 +341,11 @@ CLAIMS = (
         paper_setting=_TRAINED,
         metric="fidelity",
         check=Correlation(sign=1),
+        effect=0.3,
+        effect_basis="margin: a moderate rank correlation, |Spearman rho| = 0.3; "
+        "the abstract/card give no correlation value",
+        source="abstract",
+        central=True,
     ),
     Claim(
         id="mixing_vs_ood",
@@ -302,5 +354,9 @@ CLAIMS = (
         paper_setting=_TRAINED,
         metric="mixing_time",
         check=Correlation(sign=-1),
+        effect=0.3,
+        effect_basis="margin: a moderate rank correlation, |Spearman rho| = 0.3; "
+        "the abstract/card give no correlation value",
+        source="abstract",
     ),
 )

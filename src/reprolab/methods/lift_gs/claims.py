@@ -11,13 +11,20 @@ Hungarian-matched instances, paired by (task, seed, unit parameters).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from reprolab.core.claims import Claim, PairedDifference, Trend, Where, is_seed_free, paired
+from reprolab.core.claims import (
+    Claim,
+    IntervalCheck,
+    PairedDifference,
+    Sample,
+    Trend,
+    Where,
+    is_seed_free,
+    paired,
+)
 
 _SETTING = (
     "ScanNet 3D open-vocabulary instance segmentation, mAP; render supervision from SAM/CLIP "
@@ -33,101 +40,73 @@ def _pairs(table: pd.DataFrame, metric: str, variants: tuple[str, ...]) -> pd.Da
     return pivot[list(variants)].dropna()
 
 
-def _t(n: int, confidence: float) -> float:
-    return float(stats.t.ppf(0.5 + confidence / 2, n - 1)) if n > 1 else float("inf")
-
-
 @dataclass(frozen=True)
 class OcclusionGap:
     """``method`` gains more over ``baseline`` on occluded objects than on visible ones:
-    per unit key, (method - baseline) on ``occluded`` minus the same on ``visible``;
-    reproduced when the t-interval of the mean lies above 0, not reproduced when below."""
+    per unit key, (method - baseline) on ``occluded`` minus the same on ``visible``,
+    claimed positive."""
 
     method: str
     baseline: str
     occluded: str = "miou_occluded"
     visible: str = "miou_visible"
-    confidence: float = 0.95
 
     def variants(self) -> tuple[str, ...]:
         return (self.method, self.baseline)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def __call__(self, table: pd.DataFrame, metric: str) -> Sample:
         occ = _pairs(table, self.occluded, self.variants())
         vis = _pairs(table, self.visible, self.variants())
         g_occ = occ[self.method] - occ[self.baseline]
         g_vis = vis[self.method] - vis[self.baseline]
-        diffs = (g_occ - g_vis).dropna().to_numpy()
-        n = diffs.size
-        mean = float(diffs.mean())
-        half = _t(n, self.confidence) * float(diffs.std(ddof=1)) / np.sqrt(n) if n > 1 else np.inf
-        low, high = mean - half, mean + half
-        verdict = "reproduced" if low > 0 else "not_reproduced" if high < 0 else "inconclusive"
-        return verdict, {
-            "value": mean,
-            "ci_low": low,
-            "ci_high": high,
-            "n": n,
-            "gain_occluded": float(g_occ.mean()),
-            "gain_visible": float(g_vis.mean()),
-            "summary": (
+        diffs = (g_occ - g_vis).dropna()
+        return Sample(
+            values=tuple(diffs.tolist()),
+            summary=(
                 f"{self.method} - {self.baseline}: {g_occ.mean():.3f} on occluded vs "
-                f"{g_vis.mean():.3f} on visible objects, difference over {n} pairs"
+                f"{g_vis.mean():.3f} on visible objects, difference over {len(diffs)} pairs"
             ),
-        }
+            extra={"gain_occluded": float(g_occ.mean()), "gain_visible": float(g_vis.mean())},
+        )
 
 
 @dataclass(frozen=True)
 class GapFraction:
     """The fraction of the gap from ``baseline`` to ``upper`` that ``method`` closes:
     mean(method - baseline) / mean(upper - baseline) over the unit keys, with a
-    delta-method t-interval. Reproduced when the interval lies above 0 (part of the gap
-    is closed), not reproduced when it lies below (the method is worse than the
-    baseline); inconclusive otherwise, or when the gap itself is not positive."""
+    delta-method standard error (claimed positive: part of the gap is closed). Nothing
+    to test when the gap itself is not positive."""
 
     method: str
     baseline: str
     upper: str
-    confidence: float = 0.95
 
     def variants(self) -> tuple[str, ...]:
         return (self.method, self.baseline, self.upper)
 
-    def evaluate(self, table: pd.DataFrame, metric: str) -> tuple[str, dict[str, Any]]:
+    def __call__(self, table: pd.DataFrame, metric: str) -> Sample:
         rows = _pairs(table, metric, self.variants())
         d1 = (rows[self.method] - rows[self.baseline]).to_numpy()
         d2 = (rows[self.upper] - rows[self.baseline]).to_numpy()
         n = d1.size
         m1, m2 = float(d1.mean()), float(d2.mean())
         if m2 <= 0:
-            nan = float("nan")
-            return "inconclusive", {
-                "value": nan,
-                "ci_low": nan,
-                "ci_high": nan,
-                "n": n,
-                "summary": f"no gap to close: {self.upper} - {self.baseline} = {m2:.3f}",
-            }
+            return Sample(untested=f"no gap to close: {self.upper} - {self.baseline} = {m2:.3f}")
         r = m1 / m2
+        se = float("inf")
         if n > 1 and not is_seed_free(table):
             resid = d1 - r * d2  # delta method for a ratio of means
-            half = _t(n, self.confidence) * float(resid.std(ddof=1)) / (np.sqrt(n) * m2)
-        else:
-            half = float("inf")
-        low, high = r - half, r + half
-        verdict = "reproduced" if low > 0 else "not_reproduced" if high < 0 else "inconclusive"
-        return verdict, {
-            "value": r,
-            "ci_low": low,
-            "ci_high": high,
-            "n": n,
-            "gain": m1,
-            "gap": m2,
-            "summary": (
+            se = float(resid.std(ddof=1)) / (np.sqrt(n) * m2)
+        return Sample(
+            estimate=r,
+            se=se,
+            n=n,
+            summary=(
                 f"{self.method} closes {r:.2f} of the {self.upper} - {self.baseline} gap "
                 f"({m1:.3f} of {m2:.3f} 3D IoU) over {n} pairs"
             ),
-        }
+            extra={"gain": m1, "gap": m2},
+        )
 
 
 def _signal_claims(scenes: str, suffix: str, where: str) -> tuple[Claim, ...]:
@@ -143,6 +122,10 @@ def _signal_claims(scenes: str, suffix: str, where: str) -> tuple[Claim, ...]:
             paper_setting=_SETTING,
             metric="miou",
             check=Where(PairedDifference(method="render", baseline="unproj"), scenes=scenes),
+            effect=0.01,
+            effect_basis="margin: one 3D-IoU point; the abstract's 25.7 - 20.2 mAP is against "
+            "prior methods on ScanNet, another reference and metric",
+            source="abstract",
         ),
         Claim(
             id=f"render_beats_unproj_occluded{suffix}",
@@ -151,6 +134,9 @@ def _signal_claims(scenes: str, suffix: str, where: str) -> tuple[Claim, ...]:
             paper_setting="occluded objects: other objects hide >= occlusion_threshold of them",
             metric="miou_occluded",
             check=Where(PairedDifference(method="render", baseline="unproj"), scenes=scenes),
+            effect=0.01,
+            effect_basis="margin: one 3D-IoU point",
+            source="card",
         ),
         Claim(
             id=f"gain_largest_under_occlusion{suffix}",
@@ -161,7 +147,12 @@ def _signal_claims(scenes: str, suffix: str, where: str) -> tuple[Claim, ...]:
             paper_value="not reported (the card's mechanism: rendering resolves occlusion)",
             paper_setting="difference of paired gains, occluded minus visible objects",
             metric="miou_occluded",
-            check=Where(OcclusionGap(method="render", baseline="unproj"), scenes=scenes),
+            check=Where(
+                IntervalCheck(OcclusionGap(method="render", baseline="unproj")), scenes=scenes
+            ),
+            effect=0.01,
+            effect_basis="margin: one 3D-IoU point of the difference of paired gains",
+            source="card",
         ),
         Claim(
             id=f"closes_gap_to_3d{suffix}",
@@ -173,8 +164,12 @@ def _signal_claims(scenes: str, suffix: str, where: str) -> tuple[Claim, ...]:
             paper_setting="fraction (render - unproj) / (sup3d - unproj) of held-out 3D IoU",
             metric="miou",
             check=Where(
-                GapFraction(method="render", baseline="unproj", upper="sup3d"), scenes=scenes
+                IntervalCheck(GapFraction(method="render", baseline="unproj", upper="sup3d")),
+                scenes=scenes,
             ),
+            effect=0.1,
+            effect_basis="margin: 10% of the unprojection-to-3D-supervised gap",
+            source="card",
         ),
     )
 
@@ -193,7 +188,8 @@ CLAIMS = (
             "render-supervised training on more unlabeled scenes gives higher held-out 3D "
             "IoU (a data-scaling curve)"
         ),
-        paper_value="pretraining effectively multiplies fine-tuning data by ~2x",
+        paper_value="pretraining 'demonstrating strong scaling properties' (abstract; its 2x "
+        "is about fine-tuning data, not unlabeled scenes)",
         paper_setting=(
             "ScanNet fine-tuning after render-supervised pretraining; here: 3D IoU of the "
             "render-supervised model (no fine-tuning) vs the number of its training scenes"
@@ -202,6 +198,10 @@ CLAIMS = (
         check=Where(
             Trend(variant="render", param="n_scenes", increasing=True), scenes="procedural"
         ),
+        effect=0.3,
+        effect_basis="margin: a moderate rank correlation (Spearman rho 0.3) of 3D IoU with "
+        "the number of training scenes",
+        source="abstract",
     ),
     Claim(
         id="pretrain_2x_scenes_helps_finetuning",
@@ -209,10 +209,14 @@ CLAIMS = (
             "after the same fine-tuning, pretraining on twice as many unlabeled scenes (same "
             "pretraining budget) gives higher held-out 3D IoU"
         ),
-        paper_value="pretraining effectively multiplies fine-tuning data by ~2x",
+        paper_value="pretraining 'demonstrating strong scaling properties' (abstract; its 2x "
+        "is about fine-tuning data, not pretraining scenes)",
         paper_setting=_FINETUNE_SETTING,
         metric="miou",
         check=PairedDifference(method="ft_pre2x", baseline="ft_pre1x"),
+        effect=0.01,
+        effect_basis="margin: one 3D-IoU point",
+        source="abstract",
     ),
     Claim(
         id="pretraining_helps_finetuning",
@@ -224,6 +228,11 @@ CLAIMS = (
         paper_setting=_FINETUNE_SETTING,
         metric="miou",
         check=PairedDifference(method="ft_pre1x", baseline="ft_scratch"),
+        effect=0.02,
+        effect_basis="paper: +10% (the low end of the abstract's 10-30%, read as relative) of "
+        "a from-scratch 3D IoU of about 0.2",
+        source="abstract",
+        central=True,
     ),
     Claim(
         id="pretraining_worth_2x_labels",
@@ -235,6 +244,10 @@ CLAIMS = (
         paper_setting=_FINETUNE_SETTING + "; the baseline fine-tunes on 2n scenes from scratch",
         metric="miou",
         check=PairedDifference(method="ft_pre2x", baseline="ft_scratch_2lab"),
+        effect=0.01,
+        effect_basis="margin: one 3D-IoU point (the paper's effect is a tie: pretrained + n "
+        "labels ~ scratch + 2n labels)",
+        source="abstract",
     ),
     *_signal_claims("meshes", "_meshes", " (scenes of offline meshes)"),
 )
