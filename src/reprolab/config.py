@@ -9,6 +9,9 @@ Layout of params.yaml::
     trainer:                  # Lightning's devices (optional; see contract.TrainerConfig)
       smoke: {}               # e.g. {accelerator: gpu, precision: bf16-mixed}
       paper: {}
+    evidence:                 # replicates (optional; see contract.EvidenceConfig)
+      smoke: {}               # e.g. {max_seeds: 20, budget_minutes: 120}
+      paper: {}
     assets:                   # shared assets (optional): built once by assets@<name>
       <name>: {smoke: {}, paper: {}}
     methods:
@@ -32,11 +35,11 @@ import yaml
 from pydantic import ValidationError
 
 from reprolab import registry
-from reprolab.contract import MethodConfig, StrictConfig, TrainerConfig
+from reprolab.contract import EvidenceConfig, MethodConfig, StrictConfig, TrainerConfig
 from reprolab.core import schemes
 
 PROFILES = ("smoke", "paper")
-TOP_LEVEL_KEYS = ("profile", "seeds", "trainer", "assets", "methods")
+TOP_LEVEL_KEYS = ("profile", "seeds", "trainer", "evidence", "assets", "methods")
 REQUIRED_KEYS = ("profile", "seeds", "methods")
 
 
@@ -116,6 +119,7 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
     if not sections:
         raise ConfigError(f"{source}: methods: no method to run; registered: {', '.join(known)}")
     trainers = _validate_trainer(raw.get("trainer") or {}, source)
+    evidence = _validate_evidence(raw.get("evidence") or {}, source)
     methods: dict[str, MethodConfig] = {}
     for slug in sections:
         section = sections[slug] or {}
@@ -123,7 +127,12 @@ def validate(raw: Any, source: str = "params.yaml") -> ProjectConfig:
             raise ConfigError(f"{source}: methods.{slug}: expected a mapping with keys smoke/paper")
         _no_unknown(section, PROFILES, prefix=f"methods.{slug}.", source=source)
         for prof in PROFILES:  # validate both profiles so a bad paper key fails in smoke too
-            cfg = method_config(slug, prof, section.get(prof) or {}, source, trainers[prof])
+            cfg = method_config(
+                slug, prof, section.get(prof) or {}, source, trainers[prof], evidence[prof]
+            )
+            _check_evidence(
+                slug, cfg, seeds_by_profile[prof], f"methods.{slug}.{prof}.evidence", source
+            )
             if prof == profile:
                 methods[slug] = cfg
     assets = _validate_assets(raw.get("assets") or {}, profile, source)
@@ -205,21 +214,97 @@ def _validate_trainer(section: Any, source: str) -> dict[str, dict[str, Any]]:
 
 
 def method_config(
-    slug: str, profile: str, overrides: dict, source: str, trainer: dict | None = None
+    slug: str,
+    profile: str,
+    overrides: dict,
+    source: str,
+    trainer: dict | None = None,
+    evidence: dict | None = None,
 ) -> MethodConfig:
     """A method's typed config at ``profile``: code defaults, then params.yaml's
     overrides; its ``trainer`` is the project's ``trainer`` section with the method's
-    own ``trainer`` keys over it."""
+    own ``trainer`` keys over it; its ``evidence`` is the project's ``evidence`` section,
+    then the method's code defaults for it, then its own ``evidence`` keys."""
     spec = registry.get(slug)
     if trainer and isinstance(overrides, dict):
         own = overrides.get("trainer") or {}
         if not isinstance(own, dict):
             raise ConfigError(f"{source}: methods.{slug}.{profile}.trainer: expected a mapping")
         overrides = {**overrides, "trainer": {**trainer, **own}}
+    if evidence and isinstance(overrides, dict):
+        own = overrides.get("evidence") or {}
+        if not isinstance(own, dict):
+            raise ConfigError(f"{source}: methods.{slug}.{profile}.evidence: expected a mapping")
+        code = spec.profile_defaults.get(profile, {}).get("evidence", {})
+        overrides = {**overrides, "evidence": {**evidence, **code, **own}}
     cfg = _typed(spec, overrides, f"methods.{slug}.{profile}", profile, source)
     _check_quantization(spec, cfg, f"methods.{slug}.{profile}.quantization", source)
     _check_variants(spec, cfg, f"methods.{slug}.{profile}.variants", source)
     return cfg
+
+
+def _validate_evidence(section: Any, source: str) -> dict[str, dict[str, Any]]:
+    """params.yaml's ``evidence`` section: per profile, the keys it sets (checked)."""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{source}: evidence: expected a mapping with keys smoke/paper")
+    _no_unknown(section, PROFILES, prefix="evidence.", source=source)
+    out = {}
+    for prof in PROFILES:
+        keys = section.get(prof) or {}
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{source}: evidence.{prof}: expected a mapping")
+        if "added" in keys:
+            raise ConfigError(
+                f"{source}: evidence.{prof}.added: seeds are added per method "
+                f"(methods.<slug>.{prof}.evidence.added), not for every method"
+            )
+        try:
+            EvidenceConfig(**keys)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc, EvidenceConfig, f"evidence.{prof}", source)) from None
+        out[prof] = dict(keys)
+    return out
+
+
+def _check_evidence(
+    slug: str, cfg: MethodConfig, profile_seeds: list[int], key: str, source: str
+) -> None:
+    """The plan fits the profile's seeds, and the seeds the rounds added name claims,
+    variants and seeds that exist."""
+    spec = registry.get(slug)
+    ev = cfg.evidence
+    if ev.first is not None and ev.first > len(profile_seeds):
+        raise ConfigError(
+            f"{source}: {key}.first: {ev.first} seeds in the first look, but the profile "
+            f"has {len(profile_seeds)} ({profile_seeds})"
+        )
+    first = len(ev.base_seeds(profile_seeds))
+    if ev.max_seeds is not None and ev.max_seeds < first:
+        raise ConfigError(
+            f"{source}: {key}.max_seeds: {ev.max_seeds} is below the first look's {first} seeds"
+        )
+    claims = {c.id for c in spec.claims}
+    names = spec.variant_names()
+    base = set(ev.base_seeds(profile_seeds))
+    for i, rule in enumerate(ev.added):
+        where = f"{key}.added[{i}]"
+        unknown = sorted(set(rule.claims) - claims)
+        if unknown:
+            raise ConfigError(
+                f"{source}: {where}.claims: unknown claim(s) {', '.join(unknown)}; claims of "
+                f"{slug}: {', '.join(sorted(claims))}"
+            )
+        bad = [v for v in rule.variants if v not in names]
+        if bad:
+            raise ConfigError(
+                f"{source}: {where}.variants: unknown variant(s) {', '.join(bad)}; variants of "
+                f"{slug}: {', '.join(names)}"
+            )
+        again = sorted(base & set(rule.seeds))
+        if again:
+            raise ConfigError(
+                f"{source}: {where}.seeds: {again} are already the first look's seeds"
+            )
 
 
 def _check_variants(spec, cfg: MethodConfig, key: str, source: str) -> None:
@@ -319,6 +404,8 @@ def _explain(exc: ValidationError, model: type[MethodConfig], prefix: str, sourc
             owner = model
             if len(err["loc"]) > 1 and err["loc"][0] == "trainer":
                 owner = TrainerConfig  # a nested section lists its own keys
+            elif len(err["loc"]) > 1 and err["loc"][0] == "evidence":
+                owner = EvidenceConfig
             fields = sorted(owner.model_fields)
             lines.append(f"{key}: unknown key; allowed keys: {', '.join(fields)}")
         elif err["type"] == "missing":
@@ -326,6 +413,11 @@ def _explain(exc: ValidationError, model: type[MethodConfig], prefix: str, sourc
         else:
             lines.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
     return f"{source}: " + "; ".join(lines)
+
+
+def method_seeds(project: ProjectConfig, slug: str) -> list[int]:
+    """Every seed a method's run has: its first look's and those the rounds added."""
+    return project.method(slug).evidence.seeds(project.seeds)
 
 
 def resolved_files(project: ProjectConfig) -> dict[str, dict[str, Any]]:
@@ -340,13 +432,14 @@ def resolved_files(project: ProjectConfig) -> dict[str, dict[str, Any]]:
     reruns only those stages; an invalid one stops ``dvc repro`` here, before any
     stage's outputs are removed."""
     out: dict[str, dict[str, Any]] = {}
-    common = {"profile": project.profile, "seeds": list(project.seeds)}
     for slug, cfg in project.methods.items():
+        common = {"profile": project.profile, "seeds": method_seeds(project, slug)}
         full = cfg.model_dump(mode="json")
         keys = registry.get(slug).prepare_keys
         out[f"{slug}.json"] = {**common, "method": full}
-        # prepare never trains: the trainer settings do not reach it
-        prepared = {k: v for k, v in full.items() if k != "trainer"}
+        # prepare never trains nor judges: the trainer and evidence settings do not
+        # reach it (its seeds, the first look's and the rounds', do)
+        prepared = {k: v for k, v in full.items() if k not in ("trainer", "evidence")}
         out[f"{slug}.prepare.json"] = {
             **common,
             "method": prepared if keys is None else {k: full[k] for k in keys},

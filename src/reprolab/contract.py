@@ -84,12 +84,89 @@ class TrainerConfig(StrictConfig):
     precision: Literal["32-true", "bf16-mixed", "16-mixed"] = "32-true"
 
 
+class AddedSeeds(StrictConfig):
+    """Seeds a round of a paper run added for undecided claims (``make paper`` writes
+    these; ``dvc repro`` with them reproduces the run): the units of ``variants`` with
+    these ``seeds``, on ``tasks`` and with unit ``params`` where given (a parameter
+    value ``null`` matches a unit without that parameter). The claims in ``claims`` read
+    these seeds; every other claim keeps its own."""
+
+    claims: list[str] = Field(min_length=1)
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    variants: list[str] = Field(min_length=1)
+    tasks: list[str] | None = None
+    params: dict[str, list[ParamValue | None]] | None = None
+
+    def matches(self, unit: Unit) -> bool:
+        if unit.seed not in self.seeds or unit.variant not in self.variants:
+            return False
+        if self.tasks is not None and unit.task not in self.tasks:
+            return False
+        own = unit.param
+        return all(own.get(k) in allowed for k, allowed in (self.params or {}).items())
+
+
+class EvidenceConfig(StrictConfig):
+    """How many replicates a method's claims get (``core.sequential``): the first look
+    has the first ``first`` seeds of the profile (None: all of them); a paper run adds
+    ``step`` seeds per round to the units an undecided claim reads, up to ``max_seeds``
+    (None: ``first``, one look, a fixed-n analysis), while the rounds' compute stays
+    within ``budget_minutes``. Intervals and tests are read at the look's level of a
+    group-sequential plan that spends the two-sided error ``alpha`` over the looks
+    (``spending``). The ``evidence`` section of params.yaml per profile, overridable per
+    method under ``methods.<slug>.<profile>.evidence``."""
+
+    first: int | None = Field(default=None, ge=1)
+    step: int = Field(default=5, ge=1)
+    max_seeds: int | None = Field(default=None, ge=1)
+    alpha: float = Field(default=0.05, gt=0, lt=0.5)
+    spending: Literal["obrien_fleming", "pocock"] = "obrien_fleming"
+    budget_minutes: float = Field(default=120.0, gt=0)
+    #: the seeds earlier rounds added (written by ``make paper``)
+    added: list[AddedSeeds] = Field(default_factory=list)
+
+    def base_seeds(self, profile_seeds: Sequence[int]) -> list[int]:
+        """The seeds of the first look."""
+        return list(profile_seeds)[: self.first] if self.first else list(profile_seeds)
+
+    def seeds(self, profile_seeds: Sequence[int]) -> list[int]:
+        """Every seed of the run: the first look's and those the rounds added."""
+        out = self.base_seeds(profile_seeds)
+        for rule in self.added:
+            out += [s for s in rule.seeds if s not in out]
+        return out
+
+    def claim_seeds(self, claim: str, profile_seeds: Sequence[int]) -> list[int]:
+        """The seeds one claim reads: the first look's and those added for it."""
+        out = self.base_seeds(profile_seeds)
+        for rule in self.added:
+            if claim in rule.claims:
+                out += [s for s in rule.seeds if s not in out]
+        return sorted(out)
+
+    def plan(self, profile_seeds: Sequence[int]):
+        """The sequential plan (:class:`reprolab.core.sequential.Plan`)."""
+        from reprolab.core.sequential import Plan
+
+        first = len(self.base_seeds(profile_seeds))
+        return Plan(
+            first=first,
+            step=self.step,
+            max_seeds=max(self.max_seeds or first, first),
+            alpha=self.alpha,
+            spending=self.spending,
+        )
+
+
 class MethodConfig(StrictConfig):
     """Base class of every method's typed config."""
 
     #: Lightning's device settings (resolved from params.yaml's ``trainer`` section and
     #: the method's override when params.yaml is validated)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    #: replicates: the first look's seeds, the rounds' plan and budget, and the seeds
+    #: the rounds added (params.yaml's ``evidence`` section and the method's override)
+    evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
 
     #: quantization schemes for this method's quantize stage (see
     #: ``reprolab.core.schemes``); ``None`` keeps the method's default

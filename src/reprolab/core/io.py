@@ -163,6 +163,25 @@ def verify_folder(folder: Path, hint: str) -> dict[str, Any]:
     return manifest
 
 
+def array_hashes(path: Path) -> dict[str, str]:
+    """SHA-256 of every array of an ``.npz`` written by :func:`save_arrays`, by array
+    name (each member's stored bytes: its header, dtype and shape included)."""
+    import zipfile
+
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                digest = hashlib.sha256()
+                with zf.open(info) as fh:
+                    while block := fh.read(1 << 20):
+                        digest.update(block)
+                out[info.filename.removesuffix(".npy")] = digest.hexdigest()
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise CorruptDataError(f"{path} cannot be read ({exc})") from exc
+    return out
+
+
 def load_arrays(path: Path) -> dict[str, np.ndarray]:
     """Load an ``.npz`` written by :func:`save_arrays` (call :func:`verify_folder` first)."""
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -37,7 +37,13 @@ class StageContext:
 
     @property
     def seeds(self) -> tuple[int, ...]:
-        return self.project.seeds
+        """Every seed of the method's run: the first look's and those rounds added."""
+        return tuple(self.cfg.evidence.seeds(self.project.seeds))
+
+    @property
+    def base_seeds(self) -> tuple[int, ...]:
+        """The seeds of the first look (every unit has them)."""
+        return tuple(self.cfg.evidence.base_seeds(self.project.seeds))
 
     @property
     def profile(self) -> str:
@@ -60,8 +66,12 @@ class StageContext:
         return {name: asset_folder(name) for name in self.spec.assets}
 
     def units(self, hooks: ModuleType, tasks: list[str]) -> list[Unit]:
-        """Every unit of the run (trained and evaluation-only), checked against the spec."""
-        units = hooks.units(self.cfg, self.seeds, tasks)
+        """Every unit of the run (trained and evaluation-only), checked against the spec:
+        the first look's seeds on every unit, a seed a round added only on the units it
+        was added to (and the trained units those evaluate)."""
+        units = select_units(
+            self.spec, hooks.units(self.cfg, self.seeds, tasks), self.base_seeds, self.cfg
+        )
         names = set(self.spec.variant_names())
         for unit in units:
             if unit.variant not in names:
@@ -77,6 +87,19 @@ class StageContext:
         tracker = open_tracker(self.root, self.slug, self.stage, self.profile, self.spec.title)
         tracker.start(self.params(), inputs=inputs)
         return tracker
+
+
+def select_units(spec: MethodSpec, units: list[Unit], base: Sequence[int], cfg) -> list[Unit]:
+    """``units`` cut to those the run has: seed-free units and the first look's seeds
+    everywhere; an added seed where a rule of ``cfg.evidence.added`` names the unit, and
+    on the trained unit an evaluation-only one it keeps evaluates."""
+    rules = cfg.evidence.added
+    base = set(base)
+    kept = [
+        u for u in units if u.seed is None or u.seed in base or any(r.matches(u) for r in rules)
+    ]
+    sources = {spec.source_unit(u) for u in kept}
+    return [u for u in units if u in kept or u in sources]
 
 
 def split_timings(meta: Mapping[str, Any], prefix: str = "") -> tuple[dict, dict[str, float]]:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from reprolab.contract import Unit, is_runtime_metric
 from reprolab.core import io
-from reprolab.core.claims import BASE_COLUMNS, param_columns
+from reprolab.core.claims import BASE_COLUMNS, VERDICTS, param_columns
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import (
@@ -67,13 +67,7 @@ def run(slug: str, root: Path) -> dict:
         # other, but its result differs on every run, so it is stored with the runtime
         # outputs; the report shows both
         everything = pd.concat([table, runtime_table], ignore_index=True)
-        results = [
-            claim.evaluate(
-                everything if is_runtime_metric(claim.metric) else table, precision, ctx.profile
-            )
-            for claim in ctx.spec.claims
-            for precision in claim.precisions_to_evaluate(precisions)
-        ]
+        results = judge(ctx, table, everything, precisions)
         claims = [r for r in results if not is_runtime_metric(r["metric"])]
         timed_claims = [r for r in results if is_runtime_metric(r["metric"])]
         summary = _summary(ctx, table, efficiency, claims)
@@ -124,6 +118,22 @@ def run(slug: str, root: Path) -> dict:
         tracker.finish(ok)
 
 
+def judge(ctx, table: pd.DataFrame, everything: pd.DataFrame, precisions: list[str]) -> list[dict]:
+    """Every claim at every precision it is read at, each on its own seeds (the first
+    look's and those the sequential rounds added for it: a claim decided earlier keeps
+    the seeds it was decided on), at the look of the method's sequential plan."""
+    evidence = ctx.cfg.evidence
+    plan = evidence.plan(ctx.project.seeds)
+    results = []
+    for claim in ctx.spec.claims:
+        source = everything if is_runtime_metric(claim.metric) else table
+        seeds = evidence.claim_seeds(claim.id, ctx.project.seeds)
+        rows = source[source.seed.isna() | source.seed.isin(seeds)]
+        for precision in claim.precisions_to_evaluate(precisions):
+            results.append(claim.evaluate(rows, precision, ctx.profile, plan))
+    return results
+
+
 def metrics_table(rows: list[tuple[Unit, str, str, float]]) -> pd.DataFrame:
     """The long table: task, variant, seed (missing for a seed-free unit), one column per
     unit parameter, precision, metric, value."""
@@ -164,13 +174,23 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
         for precision, entry in sizes.items()
     }
     latency_done: set[str] = set()
+    memo = UnitMemo(ctx, schemes)
     # units sharing a trained object (evaluation-only variants of one victim, say) are
     # evaluated back to back, so each object is restored and quantized once
     order = sorted(units, key=lambda u: (ctx.spec.source_unit(u).sort_key(), u.sort_key()))
     loaded: tuple[Unit, dict] | None = None
+    n_memo = 0
     for i, unit in enumerate(order, 1):
         source = ctx.spec.source_unit(unit)
         task_data = data[unit.task]
+        measure_latency = bool(schemes) and source.variant not in latency_done
+        cached = memo.get(unit)
+        if cached is not None and not measure_latency:
+            rows += [(unit, precision, k, float(v)) for precision, k, v in cached]
+            n_memo += 1
+            if i % 25 == 0 or i == len(order):
+                log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
+            continue
         if loaded is None or loaded[0] != source:
             state = trained.checkpoint(source)["state"]
             model = hooks.restore(source, ctx.cfg, task_data, state)
@@ -188,19 +208,25 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
         models = loaded[1]
         history = trained[source]
         expected = set(ctx.spec.variant_metrics(unit.variant))
-        for precision, m in models.items():
-            metrics = hooks.evaluate_unit(m, unit, ctx.cfg, task_data, history)
-            absent = sorted(expected - set(metrics))
-            if absent:
-                raise ValueError(
-                    f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
-                    f"declared headline metric(s) {absent}"
-                )
-            rows += [(unit, precision, k, float(v)) for k, v in metrics.items()]
+        unit_rows = []
+        if cached is not None:
+            unit_rows, n_memo = list(cached), n_memo + 1
+        else:
+            for precision, m in models.items():
+                metrics = hooks.evaluate_unit(m, unit, ctx.cfg, task_data, history)
+                absent = sorted(expected - set(metrics))
+                if absent:
+                    raise ValueError(
+                        f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
+                        f"declared headline metric(s) {absent}"
+                    )
+                unit_rows += [(precision, k, float(v)) for k, v in metrics.items()]
+            memo.put(unit, unit_rows)
+        rows += [(unit, precision, k, v) for precision, k, v in unit_rows]
         # Latency depends on the architecture, not on the task or seed: measure it once
         # per trained variant, and only where a real low-bit kernel runs (fake
         # quantization computes in fp32, so its latency says nothing).
-        if schemes and source.variant not in latency_done:
+        if measure_latency:
             latency_done.add(source.variant)
             example = hooks.example_input(source, ctx.cfg, task_data)
             for precision, m in models.items():
@@ -210,6 +236,8 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
                     )
         if i % 25 == 0 or i == len(order):
             log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
+    if n_memo:
+        log(f"evaluate@{ctx.slug}: {n_memo} unit(s) read from the evaluation memo (same setting)")
     for precision, entry in efficiency.items():
         lat = entry.pop("latency_ms")
         entry["latency_ms"] = float(pd.Series(lat).median()) if lat else None
@@ -227,6 +255,75 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
     return rows, efficiency
 
 
+class UnitMemo:
+    """The metrics of units evaluated before, so that the seeds a sequential round adds
+    evaluate only the new units. Not versioned (``data/.cache/evaluate/<slug>/``): the
+    stage's outputs are the same whether a unit came from here or was evaluated again.
+    The key covers everything a unit's metrics depend on: its trained object (the
+    training fingerprint of its source unit), the checksums of its checkpoint and
+    quantized files, the config without the keys that only choose which units run or
+    how they are judged, the schemes, and the code of the method, the core and this
+    stage."""
+
+    SKIP = ("evidence", "variants")
+
+    def __init__(self, ctx, schemes: list[str]) -> None:
+        import hashlib
+        import json
+
+        from reprolab.stages._common import code_digest
+
+        self._ctx = ctx
+        self.folder = ctx.root / "data" / ".cache" / "evaluate" / ctx.slug
+        listing = ctx.paths.checkpoints / "units.json"
+        self._train = (io.read_json(listing) if listing.is_file() else {}).get(
+            "unit_fingerprints"
+        ) or {}
+        src = Path(__file__).resolve().parents[1]
+        cfg = {k: v for k, v in ctx.cfg.model_dump(mode="json").items() if k not in self.SKIP}
+        blob = json.dumps(
+            {
+                "cfg": cfg,
+                "schemes": schemes,
+                "precisions": list(ctx.spec.precisions),
+                "code": code_digest(src / "methods" / ctx.slug, src / "core", Path(__file__)),
+            },
+            sort_keys=True,
+        )
+        self._common = hashlib.sha256(blob.encode()).hexdigest()
+        self._schemes = schemes
+
+    def _key(self, unit: Unit) -> str | None:
+        import hashlib
+
+        source = self._ctx.spec.source_unit(unit)
+        trained = self._train.get(source.id)
+        if trained is None:
+            return None
+        files = [self._ctx.paths.checkpoints / f"{source.id}.pt"]
+        files += [self._ctx.paths.quantized / f"{source.id}.{s}.pt" for s in self._schemes]
+        if not all(f.is_file() for f in files):
+            return None
+        parts = [self._common, trained, unit.id, *(io.sha256(f) for f in files)]
+        return hashlib.sha256("/".join(parts).encode()).hexdigest()[:24]
+
+    def get(self, unit: Unit) -> list[tuple[str, str, float]] | None:
+        key = self._key(unit)
+        path = self.folder / f"{key}.json"
+        if key is None or not path.is_file():
+            return None
+        try:
+            return [(p, m, float(v)) for p, m, v in io.read_json(path)["rows"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # an unreadable memo entry is evaluated again
+
+    def put(self, unit: Unit, rows: list[tuple[str, str, float]]) -> None:
+        key = self._key(unit)
+        if key is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            io.write_json(self.folder / f"{key}.json", {"unit": unit.id, "rows": rows})
+
+
 def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> dict:
     means = table.groupby(["variant", "precision", "metric"]).value.mean()
     variants: dict = {}
@@ -235,10 +332,7 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
     verdicts: dict = {}
     for c in claims:
         verdicts.setdefault(c["precision"], {})[c["id"]] = c["verdict"]
-    counts = {
-        v: sum(c["verdict"] == v for c in claims if c["headline"])
-        for v in ("reproduced", "not_reproduced", "inconclusive")
-    }
+    counts = {v: sum(c["verdict"] == v for c in claims if c["headline"]) for v in VERDICTS}
     quality = {}
     keys = ["task", "variant", "seed", *param_columns(table), "metric"]
     table = table.assign(seed=table.seed.fillna(-1))  # seed-free units align too
@@ -305,7 +399,8 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
             flat[f"{precision}.latency_ms"] = latency[precision]
         if "layer_error_mean" in entry:
             flat[f"{precision}.layer_error_mean"] = entry["layer_error_mean"]
-    code = {"reproduced": 1.0, "inconclusive": 0.0, "not_reproduced": -1.0}
+    # out of reach: 0 like inconclusive in the metric; the tag tells them apart
+    code = {"reproduced": 1.0, "inconclusive": 0.0, "not_reproduced": -1.0, "out_of_reach": 0.0}
     tags = {}
     for c in claims:
         key = f"claim.{c['id']}.{c['precision']}"

@@ -9,12 +9,20 @@ stage is done, so a killed run loses nothing that was finished: the next attempt
 those units and resumes the interrupted one from its last epoch checkpoint. The
 fingerprint covers the config, seeds, data checksums and code, so stale work from a
 different setting is never reused.
+
+A unit that the previous run of the stage already trained is reused, not retrained,
+when its own fingerprint is the same: the config without the keys that only choose
+which units run (``evidence``, ``variants``, ``quantization``), the code, and the
+checksums of the arrays of its task that it can read (every array but those of other
+seeds, ``s<seed>_...``). So the seeds a sequential round adds train only the new units;
+the checkpoints folder persists between runs (``persist: true`` in dvc.yaml) for this.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -61,14 +69,21 @@ def run(slug: str, root: Path) -> dict:
                     shutil.rmtree(stale, ignore_errors=True)
         done_dir = partial / "done"
         done_dir.mkdir(parents=True, exist_ok=True)
-        n_resumed = 0
+        unit_fps = unit_fingerprints(ctx, data, units)
+        previous = _previous_units(ctx.paths.checkpoints)
+        n_resumed = n_reused = 0
         todo = []
         for i, unit in enumerate(units, 1):
             if (done_dir / f"{unit.id}.pt").is_file():
                 n_resumed += 1
                 log(f"train@{slug} [{i}/{len(units)}] {unit.id}: finished earlier, kept")
+            elif previous.get(unit.id) == unit_fps[unit]:
+                _reuse(ctx, unit, done_dir)
+                n_reused += 1
             else:
                 todo.append(unit)
+        if n_reused:
+            log(f"train@{slug}: {n_reused} unit(s) reused from the previous run (same setting)")
 
         def write(unit: Unit, result: TrainedUnit, seconds: float, n: int, run_id: str) -> None:
             """Write a finished unit (done file, its MLflow run's history) and drop its
@@ -110,7 +125,11 @@ def run(slug: str, root: Path) -> dict:
                 shutil.copy2(done_dir / f"{unit.id}.pt", tmp / f"{unit.id}.pt")
             io.write_json(
                 tmp / "units.json",
-                {"units": [u.as_json() for u in units], "fingerprint": fingerprint},
+                {
+                    "units": [u.as_json() for u in units],
+                    "fingerprint": fingerprint,
+                    "unit_fingerprints": {u.id: unit_fps[u] for u in units},
+                },
             )
         timings = {}
         for unit in units:
@@ -120,10 +139,16 @@ def run(slug: str, root: Path) -> dict:
         shutil.rmtree(partial, ignore_errors=True)
         wall = time.perf_counter() - started
         tracker.log_metrics(
-            tracker.run_id, {"units": len(units), "units_resumed": n_resumed, "train_seconds": wall}
+            tracker.run_id,
+            {
+                "units": len(units),
+                "units_resumed": n_resumed,
+                "units_reused": n_reused,
+                "train_seconds": wall,
+            },
         )
         ok = True
-        return {"units": len(units), "resumed": n_resumed, "seconds": wall}
+        return {"units": len(units), "resumed": n_resumed, "reused": n_reused, "seconds": wall}
     finally:
         tracker.finish(ok)
 
@@ -202,6 +227,60 @@ def _check_resume(resume: Path, label: str) -> None:
         shutil.rmtree(resume, ignore_errors=True)
         return
     log(f"{label}: resuming from {last} (epochs 0..{epoch} done)")
+
+
+#: config keys that only choose which units run (or how they are judged, quantized):
+#: a unit trains the same whatever they say
+SELECTION_KEYS = ("evidence", "variants", "quantization")
+_SEED_ARRAY = re.compile(r"^s(\d+)_")
+
+
+def unit_fingerprints(ctx, data: PreparedData, units: list[Unit]) -> dict[Unit, str]:
+    """Per unit: the hash of what its training can depend on (see the module doc)."""
+    src = Path(__file__).resolve().parents[1]
+    cfg = {k: v for k, v in ctx.cfg.model_dump(mode="json").items() if k not in SELECTION_KEYS}
+    common = {
+        "cfg": cfg,
+        "code": code_digest(src / "methods" / ctx.slug, src / "core", Path(__file__)),
+    }
+    arrays: dict[str, dict[str, str]] = {}
+    out = {}
+    for unit in units:
+        if unit.task not in arrays:
+            arrays[unit.task] = io.array_hashes(data.folder / f"{unit.task}.npz")
+
+        def readable(name: str, seed=unit.seed) -> bool:
+            match = _SEED_ARRAY.match(name)
+            return seed is None or match is None or int(match.group(1)) == seed
+
+        view = {k: h for k, h in arrays[unit.task].items() if readable(k)}
+        blob = json.dumps({**common, "data": view, "unit": unit.id}, sort_keys=True)
+        out[unit] = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return out
+
+
+def _previous_units(folder: Path) -> dict[str, str]:
+    """Unit id -> fingerprint of the units the stage's last run wrote (none if it has
+    not run, or an older run that recorded no per-unit fingerprints)."""
+    listing = folder / "units.json"
+    if not listing.is_file():
+        return {}
+    try:
+        fps = io.read_json(listing).get("unit_fingerprints") or {}
+    except (OSError, ValueError):
+        return {}
+    return {uid: fp for uid, fp in fps.items() if (folder / f"{uid}.pt").is_file()}
+
+
+def _reuse(ctx, unit: Unit, done_dir: Path) -> None:
+    """Copy a unit the last run trained (same fingerprint) into this run's finished
+    units, with its timings when the last run recorded them."""
+    shutil.copy2(ctx.paths.checkpoints / f"{unit.id}.pt", done_dir / f"{unit.id}.pt")
+    timings_file = ctx.paths.runtime / "train.json"
+    timings = {}
+    if timings_file.is_file():
+        timings = io.read_json(timings_file).get("units", {}).get(unit.id, {})
+    io.write_json(done_dir / f"{unit.id}.timings.json", {**timings, "reused": 1.0})
 
 
 def _fingerprint(ctx, data: PreparedData) -> str:

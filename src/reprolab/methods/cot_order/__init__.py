@@ -69,7 +69,7 @@ SPEC = MethodSpec(
         "n_test": 2,
         "n_tests": 2,
         "n_humaneval": 2,
-        "max_seeds": 1,
+        "evidence": {"first": 1},
         "batch_size": 4,
         "max_new_tokens": 8,
     },

@@ -29,8 +29,6 @@ class CotOrderConfig(MethodConfig):
     tiny_layers: int = Field(default=2, ge=1)
     tiny_hidden: int = Field(default=64, ge=8)
     tiny_context: int = Field(default=512, ge=64)
-    #: seeds used (the first ones of the profile); None: all of them
-    max_seeds: int | None = Field(default=None, ge=1)
     # ------------------------------------------------------------------ SFT (LoRA)
     #: LoRA on the attention projections of the top ``lora_layers`` decoder layers; the
     #: frozen layers below are computed once per arm (sft.py)
@@ -71,7 +69,8 @@ PROFILE_DEFAULTS = {
         "n_train": 48,
         "n_test": 16,
         "n_humaneval": 8,
-        "max_seeds": 3,
+        # three seeds in the first look; the sequential rounds add more (EvidenceConfig)
+        "evidence": {"first": 3},
         "lora_layers": 4,
         "lr": 1e-2,
         "epochs": 2,

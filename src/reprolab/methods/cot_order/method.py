@@ -164,8 +164,9 @@ def base_model(cfg: CotOrderConfig):
 def units(cfg: CotOrderConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
     from reprolab.methods.cot_order import SPEC
 
-    used = list(seeds)[: cfg.max_seeds] if cfg.max_seeds is not None else list(seeds)
-    return [Unit(t, v, s) for t in sorted(tasks) for v in SPEC.selected_variants(cfg) for s in used]
+    return [
+        Unit(t, v, s) for t in sorted(tasks) for v in SPEC.selected_variants(cfg) for s in seeds
+    ]
 
 
 _HIDDEN: dict[str, tuple] = {}

@@ -35,8 +35,6 @@ class CraneConfig(MethodConfig):
     n_problems_gsm: int = Field(default=0, ge=0)
     #: few-shot exemplars in every prompt (the same for the four decoders)
     shots: int = Field(default=2, ge=1)
-    #: use the first max_seeds seeds of the profile (0 = all)
-    max_seeds: int = Field(default=0, ge=0)
     # ---- decoding (the same for every decoder)
     #: sampling temperature (seeded per (seed, problem)); fixed before any run
     temperature: float = Field(default=0.5, gt=0)
@@ -60,7 +58,8 @@ PROFILE_DEFAULTS = {
         "n_calibration": 12,
         "n_problems": 10,
         "n_problems_gsm": 4,
-        "max_seeds": 3,
+        # three seeds in the first look; the sequential rounds add more (EvidenceConfig)
+        "evidence": {"first": 3},
         "max_tokens_direct": 12,
         "max_tokens_cot": 48,
         "max_tokens_cot_gsm": 80,

@@ -48,10 +48,6 @@ _MASKS: dict[int, object] = {}  # vocabulary hash -> TokenMask (built once per p
 # ---------------------------------------------------------------- helpers
 
 
-def used_seeds(cfg: CraneConfig, seeds: Sequence[int]) -> list[int]:
-    return list(seeds)[: cfg.max_seeds] if cfg.max_seeds else list(seeds)
-
-
 def _ragged(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.cumsum([0, *[len(r) for r in rows]]).astype(np.int64)
     flat = np.array([t for r in rows for t in r], dtype=np.int64)
@@ -240,7 +236,7 @@ def prepare(
                 break
     if chosen is None:  # none in range: the closest to 0.5 (first on ties), said so
         chosen = min(calibration, key=lambda f: abs(calibration[f]["accuracy"] - 0.5))
-    evaluated = used_seeds(cfg, seeds)
+    evaluated = list(seeds)
     datasets = {}
     for family in (T.GSM, chosen):
         shots = shots_of.get(family) or T.exemplars(family, cfg.shots, grammar)
@@ -280,7 +276,7 @@ def units(cfg: CraneConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[
     from reprolab.methods.crane import SPEC
 
     variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in used_seeds(cfg, seeds) for v in variants]
+    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
 
 
 # ---------------------------------------------------------------- train

@@ -53,7 +53,6 @@ SPEC = MethodSpec(
         "cnn_epochs": 1,
         "cnn_channels": [2, 4],
         "cnn_hidden": 8,
-        "cnn_max_seeds": 1,
         "quantization": ["int8_dynamic", "rtn_w8a8", "rtn_w4a4", "bitdgdm_w4a4"],
     },
 )

@@ -66,8 +66,6 @@ class EnsLossConfig(MethodConfig):
     #: gradient-norm clip for the exponential loss only, as the official train.py
     #: (its gradient explodes otherwise); 0 = no clipping
     cnn_clip_exp: float = Field(default=10.0, ge=0)
-    #: the first cnn_max_seeds seeds of the profile (None: all); bounds paper compute
-    cnn_max_seeds: int | None = Field(default=None, ge=1)
 
 
 PROFILE_DEFAULTS = {
@@ -86,6 +84,5 @@ PROFILE_DEFAULTS = {
         "cnn_max_rows": 2000,
         "cnn_split": [0.125, 0.125, 0.75],
         "cnn_epochs": 60,
-        "cnn_max_seeds": 3,
     },
 }

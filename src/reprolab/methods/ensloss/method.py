@@ -157,12 +157,11 @@ def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> lis
     from reprolab.methods.ensloss import SPEC
 
     variants = SPEC.selected_variants(cfg)
-    cnn_seeds = list(seeds)[: cfg.cnn_max_seeds] if cfg.cnn_max_seeds else list(seeds)
     cnn = cnn_tasks(cfg)
     out = []
     for t in sorted(tasks):
         if t in cnn:
-            out += [Unit(t, v, s, {"setting": "cnn"}) for s in cnn_seeds for v in variants]
+            out += [Unit(t, v, s, {"setting": "cnn"}) for s in seeds for v in variants]
         else:
             out += [Unit(t, v, s) for s in seeds for v in variants]
     return out

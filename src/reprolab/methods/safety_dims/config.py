@@ -44,8 +44,6 @@ class SafetyDimsConfig(MethodConfig):
     random_draws: int = Field(default=3, ge=1)
     #: leading eigenvalues kept per plotted layer (spectrum figure)
     spectrum_k: int = Field(default=8, ge=2)
-    #: the first ``max_seeds`` seeds of the profile (None: all); bounds paper compute
-    max_seeds: int | None = Field(default=None, ge=1)
 
     @field_validator("taus")
     @classmethod
@@ -80,6 +78,7 @@ PROFILE_DEFAULTS = {
         "permutations": 999,
         "random_draws": 3,
         "spectrum_k": 16,
-        "max_seeds": 3,
+        # three seeds in the first look; the sequential rounds add more (EvidenceConfig)
+        "evidence": {"first": 3},
     },
 }

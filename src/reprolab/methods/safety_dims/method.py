@@ -170,8 +170,9 @@ def _bundle_class():
 def units(cfg: SafetyDimsConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
     from reprolab.methods.safety_dims import SPEC
 
-    used = list(seeds)[: cfg.max_seeds] if cfg.max_seeds is not None else list(seeds)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in used for v in SPEC.selected_variants(cfg)]
+    return [
+        Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in SPEC.selected_variants(cfg)
+    ]
 
 
 def training_batches(data: dict, batch_size: int, seed: int):
