@@ -89,15 +89,21 @@ prefect-server: venv
 serve: venv
 	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
 
-# The paper profile of some methods in a fresh copy, results (report in the project's
-# format, claims, metrics, figures, run.json with date, commit, machine, seeds, wall
-# time) into docs/results/<slug>/. SEEDS=5,6,7 runs another seed set (stability check).
+# The paper profile of some methods in a fresh copy, in sequential rounds of seeds until
+# each claim is decided or the method's evidence budget is spent (src/reprolab/paper.py);
+# results (report, claims, metrics, figures, run.json with date, commit, machine, rounds,
+# seeds) into docs/results/<slug>/, then the scoreboard docs/results/README.md. The
+# preregistration ledger (docs/results/ledger/) is written first: a claim changed after
+# its results needs AMEND="why". SEEDS=100,101,102 runs a held-out block compared with the
+# pooled run; REPLAY=1 reruns run.json's last round once.
 METHODS ?=
 SEEDS ?=
+AMEND ?=
+REPLAY ?=
 paper: venv
-	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=5,6,7]'; exit 2)
+	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1]'; exit 2)
 	bash scripts/system_deps.sh --paper
-	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS))
+	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay)
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
 data:

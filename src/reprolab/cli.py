@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         "(the DVC stage `validate`, which every other stage depends on)",
     )
     sub.add_parser("list", help="list registered methods")
+    p = sub.add_parser("scoreboard", help="write docs/results/README.md from committed results")
+    p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
     p = sub.add_parser("worker", help="start/stop/status of the preloaded stage worker")
     p.add_argument("worker_args", nargs=argparse.REMAINDER, help="start|stop|status [--idle S]")
     p = sub.add_parser("mlflow-server", help="MLflow tracking server on PostgreSQL (loopback)")
@@ -60,6 +62,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{slug}\t{registry.get(slug).title}")
             return 0
         root = project_root(Path.cwd())
+        if args.command == "scoreboard":
+            from reprolab import scoreboard
+
+            path = root / "docs" / "results" / "README.md"
+            text = scoreboard.render(root)
+            if args.check:
+                same = path.is_file() and path.read_text() == text
+                print(
+                    f"{path}: {'up to date' if same else 'OUT OF DATE (python -m reprolab scoreboard)'}"
+                )
+                return 0 if same else 1
+            scoreboard.write(root)
+            print(f"wrote {path}")
+            return 0
         if args.command == "check":
             project = config.load(root / "params.yaml")
             print(f"params.yaml OK: profile={project.profile} seeds={list(project.seeds)}")

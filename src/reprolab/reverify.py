@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.core.claims import VERDICTS
+
 EXPERIMENT = "reverify"
 KEY = ["method", "claim", "precision"]
 ABSENT = "absent"
@@ -137,7 +139,7 @@ def check(
     )
     run_id = run.info.run_id
     try:
-        for verdict in ("reproduced", "not_reproduced", "inconclusive"):
+        for verdict in VERDICTS:
             client.log_metric(run_id, f"claims_{verdict}", float(counts.get(verdict, 0)))
         client.log_metric(run_id, "verdicts_changed", float(len(changes)))
         client.log_artifact(run_id, str(claims_csv))

@@ -1,75 +1,177 @@
-"""scripts/paper.py: the params it runs the paper profile with (no compute here)."""
+"""The paper run's pure parts (no compute): the params of its first look, a held-out
+block, the ledger's registration and amendments, the comparison of seed blocks, the
+scoreboard and the CPU record."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from reprolab import ledger, scoreboard
+from reprolab.paper import PaperError, PaperRun, compare_blocks, compare_replay, cpu
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("paper_script", ROOT / "scripts/paper.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _params() -> dict:
     return yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
-def test_paper_params_keep_the_methods_sections_and_switch_the_profile():
+def _git_project(tmp_path: Path, params: dict) -> Path:
+    """A folder with params.yaml and a git commit (what the ledger records)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(
+            ["git", *args],
+            cwd=root,
+            check=True,
+            env={
+                "GIT_AUTHOR_NAME": "t",
+                "GIT_AUTHOR_EMAIL": "t@t",
+                "GIT_COMMITTER_NAME": "t",
+                "GIT_COMMITTER_EMAIL": "t@t",
+                "HOME": str(tmp_path),
+                "PATH": "/usr/bin:/bin",
+            },
+        )
+    return root
+
+
+def test_first_params_cut_the_methods_and_drop_the_rounds_seeds(tmp_path):
     params = _params()
-    out = _script().paper_params(params, ["ensloss", "dp_noise"], None)
-    assert out["profile"] == "paper"
-    assert list(out["methods"]) == ["ensloss", "dp_noise"]
+    params["methods"]["dp_noise"]["paper"] = {
+        "evidence": {
+            "added": [{"claims": ["vs_gaussian_k10"], "seeds": [5], "variants": ["optimized"]}]
+        }
+    }
+    root = _git_project(tmp_path, params)
+    out = PaperRun(root, ["ensloss", "dp_noise"], out=tmp_path / "r").first_params()
+    assert out["profile"] == "paper" and list(out["methods"]) == ["ensloss", "dp_noise"]
     assert out["methods"]["ensloss"] == params["methods"]["ensloss"]
-    assert out["seeds"] == params["seeds"]
-    # ensloss reads the images asset; no other asset is built
-    assert list(out["assets"]) == ["images"]
+    # the rounds start again from the first look: the seeds they added are not kept
+    assert "added" not in (out["methods"]["dp_noise"]["paper"].get("evidence") or {})
+    assert list(out["assets"]) == ["images"]  # ensloss reads the images asset only
 
 
-def test_a_seed_set_replaces_only_the_paper_seeds():
-    params = _params()
-    out = _script().paper_params(params, ["dp_noise"], [5, 6, 7])
-    assert out["seeds"]["paper"] == [5, 6, 7]
-    assert out["seeds"]["smoke"] == params["seeds"]["smoke"]
-
-
-def test_methods_without_assets_build_the_placeholder_asset_cheaply():
+def test_a_held_out_block_is_one_look_at_its_own_seeds(tmp_path):
     from reprolab import config
 
-    out = _script().paper_params(_params(), ["dp_noise"], None)
-    # dvc.yaml's foreach needs one asset; it must not need `make data` (Fashion-MNIST)
-    assert list(out["assets"]) == ["images"]
-    cfg = config.asset_config("images", "paper", out["assets"]["images"]["paper"], "params.yaml")
-    assert "fashion_mnist" not in cfg.datasets
+    root = _git_project(tmp_path, _params())
+    out = PaperRun(root, ["dp_noise"], seeds=[100, 101, 102], out=tmp_path / "r").first_params()
+    assert out["seeds"]["paper"] == [100, 101, 102]
+    assert out["seeds"]["smoke"] == _params()["seeds"]["smoke"]
+    cfg = config.validate(out).method("dp_noise")
+    plan = cfg.evidence.plan(out["seeds"]["paper"])
+    assert plan.looks == (3,)  # every seed in one look, a fixed-n analysis
 
 
-def test_an_unknown_method_is_named_before_any_compute():
-    with pytest.raises(SystemExit, match="nosuchmethod"):
-        _script().paper_params(_params(), ["nosuchmethod"], None)
+def test_an_unknown_method_is_named_before_any_compute(tmp_path):
+    from reprolab.registry import UnknownMethodError
+
+    with pytest.raises(UnknownMethodError, match="nosuchmethod"):
+        PaperRun(ROOT, ["nosuchmethod"])
+    with pytest.raises(PaperError, match="do not go together"):
+        PaperRun(ROOT, ["dp_noise"], seeds=[1, 2, 3], replay=True)
 
 
-def test_compare_verdicts_counts_what_differs(tmp_path):
-    import json
+def test_the_ledger_registers_new_claims_and_refuses_changes_without_a_reason(tmp_path):
+    params = _params()
+    root = _git_project(tmp_path, params)
+    run = PaperRun(root, ["dp_noise"], out=tmp_path / "r", log=lambda m: None)
+    changes = run.check_ledger()
+    assert {c.kind for c in changes} == {"new"} and len(changes) == 5
+    run.record_ledger(changes)
+    entries = ledger.read(root, "dp_noise")
+    assert [e["event"] for e in entries] == ["config"] + ["registered"] * 5
+    assert run.check_ledger() == []  # nothing changed since
+    # a change of the paper-profile config is a change of every claim's definition
+    params["methods"]["dp_noise"]["paper"] = {"iterations": 123}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(PaperError, match=r"dp_noise\.vs_gaussian_k10: changed after results"):
+        run.check_ledger()
+    amend = PaperRun(
+        root, ["dp_noise"], amend="fewer iterations", out=tmp_path / "r", log=lambda m: None
+    )
+    changes = amend.check_ledger()
+    assert {c.kind for c in changes} == {"changed"}
+    assert changes[0].changed["config"]["new"] == {"method.iterations": 123}
+    amend.record_ledger(changes)
+    marked = ledger.amendments(root, "dp_noise")
+    assert set(marked) == {c.id for c in __import__("reprolab").registry.get("dp_noise").claims}
+    assert marked["vs_gaussian_k10"][0]["reason"] == "fewer iterations"
+    assert amend.check_ledger() == []
 
-    def run(folder, seeds, verdicts):
-        folder.mkdir()
-        (folder / "run.json").write_text(json.dumps({"seeds": seeds}))
-        claims = [
-            {"id": cid, "precision": "fp32", "verdict": v, "measured": {"value": 0.1}}
-            for cid, v in verdicts.items()
+
+def test_the_ledger_hash_is_the_definition_and_config():
+    from reprolab import registry
+
+    claim = registry.get("bdia").claims[1]
+    a = ledger.claim_hash(claim.definition(), "cfg1")
+    assert a == ledger.claim_hash(dict(claim.definition()), "cfg1")
+    assert a != ledger.claim_hash({**claim.definition(), "effect": 0.5}, "cfg1")
+    assert a != ledger.claim_hash(claim.definition(), "cfg2")
+
+
+def _results(folder: Path, seeds, verdicts: dict) -> None:
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"seeds": seeds}))
+    claims = [
+        {"id": cid, "precision": "fp32", "verdict": v, "headline": True, "measured": {"value": x}}
+        for cid, (v, x) in verdicts.items()
+    ]
+    (folder / "claims.json").write_text(json.dumps(claims))
+
+
+def test_a_held_out_block_flags_opposite_decisions_only(tmp_path):
+    _results(
+        tmp_path / "a",
+        [0, 1, 2],
+        {"c1": ("reproduced", 0.1), "c2": ("inconclusive", 0.0), "c3": ("reproduced", 0.2)},
+    )
+    _results(
+        tmp_path / "b",
+        [100, 101, 102],
+        {"c1": ("reproduced", 0.1), "c2": ("reproduced", 0.1), "c3": ("not_reproduced", -0.1)},
+    )
+    text, summary = compare_blocks(tmp_path / "a", tmp_path / "b")
+    assert summary["differ"] == 2 and summary["disagree"] == 1
+    assert summary["disagreeing_claims"] == ["c3"] and summary["overlap"] == []
+    assert "| c3 | fp32 | reproduced | not_reproduced |" in text and "opposite" in text
+    same = compare_replay(tmp_path / "a", tmp_path / "a")
+    assert same == {"verdicts_differ": 0, "differences": [], "max_value_difference": 0.0}
+    other = compare_replay(tmp_path / "a", tmp_path / "b")
+    assert other["verdicts_differ"] == 2 and other["max_value_difference"] == pytest.approx(0.3)
+
+
+def test_cpu_record_names_the_model_and_vector_extensions():
+    info = cpu()
+    assert info["model"]
+    flags = Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split()
+    assert set(info["vector_extensions"]) <= set(flags)
+    if "avx2" in flags:
+        assert "avx2" in info["vector_extensions"]
+
+
+def test_the_committed_scoreboard_matches_the_committed_results():
+    """docs/results/README.md is generated from the committed claims files and the
+    ledger: editing either without regenerating it fails here."""
+    path = ROOT / "docs" / "results" / "README.md"
+    assert path.read_text() == scoreboard.render(ROOT), (
+        "docs/results/README.md is out of date: python -m reprolab scoreboard"
+    )
+    rows = scoreboard.rows(ROOT)
+    assert len(rows) == 19 and len({r["method"] for r in rows}) == 19
+    for r in rows:  # each row's verdict is the central claim's headline verdict on file
+        claims = json.loads((ROOT / "docs" / "results" / r["method"] / "claims.json").read_text())
+        head = [
+            c
+            for c in claims
+            if c["id"] == r["claim"] and c.get("headline", c["precision"] == "fp32")
         ]
-        (folder / "claims.json").write_text(json.dumps(claims))
-
-    run(tmp_path / "a", [0, 1, 2], {"c1": "reproduced", "c2": "inconclusive", "c3": "reproduced"})
-    run(tmp_path / "b", [5, 6, 7], {"c1": "reproduced", "c2": "reproduced", "c3": "not_reproduced"})
-    text, differ = _script().compare_verdicts(tmp_path / "a", tmp_path / "b")
-    assert differ == 2
-    assert "reproduced in one and not reproduced in the other: 1" in text
-    assert "| c1 | fp32 | reproduced | reproduced |" in text
+        assert head and head[0]["verdict"] == r["verdict"]

@@ -39,7 +39,11 @@ CSV_EXTRA = [
     "paper_setting",
     "n",
     "detectable",
-    "paper_effect",
+    "effect",
+    "central",
+    "paper_source",
+    "evidence",
+    "changed",
     "check_verdict",
     "rule",
     "flags",
@@ -48,16 +52,20 @@ CSV_EXTRA = [
 ]
 EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed"]
 VERDICT_MEANING = {
-    "reproduced": "the interval lies wholly on the paper's side of the bound, with n >= 3",
+    "reproduced": "the interval (at the look of the sequential plan) lies wholly on the "
+    "paper's side of the bound, with n >= 3",
     "not_reproduced": "the interval lies wholly on the other side, with n >= 3",
     "inconclusive": "the interval straddles the bound, or the evidence rules forbid a decisive"
     " verdict (the reason is given)",
+    "out_of_reach": "this code cannot test the claim at any affordable size on this machine;"
+    " what would test it is given",
 }
 
 
 #: how to read the claims table's value columns (both the Markdown and the HTML view)
 CLAIMS_NOTE = (
-    "One line per claim and precision: ours is the measured value, its 95% interval and"
+    "One line per claim and precision: ours is the measured value, its interval (read at"
+    " the look of the sequential plan: 95% for one look, wider at earlier looks) and"
     " n (the replicates the verdict rests on); 'exact' marks a deterministic value"
     " compared as it is, 'exhaustive' a property every unit must show; detectable is the"
     " interval's half-width, the smallest effect the test could see."
@@ -141,6 +149,7 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
         spec = registry.get(slug)
         ids = runtime_info(root, slug)
         timed = MethodPaths(root, slug).runtime / "claims.json"
+        amended = _amendments(root, slug)
         results = io.read_json(folder / "claims.json")
         results += io.read_json(timed) if timed.is_file() else []  # claims on wall time
         for c in results:
@@ -161,7 +170,11 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
                     c["paper_setting"],
                     "" if n is None else int(n),
                     _magnitude(m.get("detectable")),
-                    _fmt(m.get("paper_effect")),
+                    _magnitude(c.get("effect")),
+                    bool(c.get("central", False)),
+                    c.get("paper_source", ""),
+                    _evidence_text(c),
+                    amended.get(c["id"], ""),
                     m.get("check_verdict", ""),
                     m.get("rule", ""),
                     " ".join(m.get("flags", [])),
@@ -177,6 +190,54 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
             (MethodPaths(root, slug).runtime / "plots").glob("*.png")  # wall-clock figures
         )
     return rows, figures
+
+
+def _amendments(root: Path, slug: str) -> dict[str, str]:
+    """Per claim, 'changed after results' with the dates and the old and new values, from
+    the preregistration ledger (docs/results/ledger/)."""
+    from reprolab import ledger
+
+    out = {}
+    for claim, entries in ledger.amendments(root, slug).items():
+        parts = []
+        for e in entries:
+            fields = "; ".join(
+                f"{k}: {_short(v.get('old'))} -> {_short(v.get('new'))}"
+                for k, v in sorted((e.get("changed") or {}).items())
+            )
+            parts.append(f"{e['date'][:10]} ({e.get('reason', '')}): {fields}")
+        out[claim] = "changed after results: " + " | ".join(parts)
+    return out
+
+
+def _short(value, limit: int = 80) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _evidence_text(c: dict) -> str:
+    """How the sequential rounds ended for a claim: the round it was decided in, or why
+    it is undecided and what it would need."""
+    ev = c.get("evidence") or {}
+    m = c["measured"]
+    seq = m.get("sequential") or {}
+    look = f"look {seq['look']} ({seq['seeds']} seeds)" if seq else ""
+    if not ev:
+        return look
+    if ev.get("decided_round"):
+        return f"decided in round {ev['decided_round']} of {ev['rounds']}" + (
+            f", {look}" if look else ""
+        )
+    if c["verdict"] != "inconclusive":
+        return look
+    text = f"undecided after {ev['rounds']} round(s)"
+    if ev.get("why"):
+        text += f": {ev['why']}"
+    if ev.get("needs_seeds"):
+        text += f"; needs ~{ev['needs_seeds']} seeds"
+        if isinstance(ev.get("needs_minutes"), int | float):
+            text += f" (~{ev['needs_minutes']:.0f} more min here)"
+    return text
 
 
 def runtime_info(root: Path, slug: str) -> dict:
@@ -404,6 +465,7 @@ def summarize(
                 "reproduced": int(counts.get("reproduced", 0)),
                 "not_reproduced": int(counts.get("not_reproduced", 0)),
                 "inconclusive": int(counts.get("inconclusive", 0)),
+                "out_of_reach": int(counts.get("out_of_reach", 0)),
                 "changed": changed,
                 "compute_s": compute_seconds(root, slug),
                 "experiment_id": str(claims.experiment_id.iloc[0]),
@@ -450,6 +512,10 @@ def _verdict_text(r) -> str:
         notes.append(f"{r.rule}; the check alone: {r.check_verdict}")
     if r.flags:
         notes.append(r.flags.replace("_", " "))
+    if r.evidence:
+        notes.append(r.evidence)
+    if r.changed:
+        notes.append(r.changed)
     return out + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -509,15 +575,16 @@ def to_markdown(
         "## Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)",
         "",
         "| method | paper | profile | seeds | reproduced | not reproduced | inconclusive "
-        "| changes under quantization | compute |" + (" runs |" if links else ""),
-        "|---|---|---|---|---|---|---|---|---|" + ("---|" if links else ""),
+        "| out of reach | changes under quantization | compute |" + (" runs |" if links else ""),
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if links else ""),
     ]
     for r in overview.itertuples():
         changed = "<br>".join(r.changed) or "none"
         runs = f" [mlflow]({_ui()}/{runs_view_url(r.experiment_id)}) |" if links else ""
         lines.append(
             f"| [{r.method}](#claims-{r.method}) | {r.title} | {r.profile} | {r.seeds} "
-            f"| {r.reproduced} | {r.not_reproduced} | {r.inconclusive} | {changed} "
+            f"| {r.reproduced} | {r.not_reproduced} | {r.inconclusive} | {r.out_of_reach} "
+            f"| {changed} "
             f"| {_secs(r.compute_s)} |" + runs
         )
     lines += [
@@ -541,10 +608,12 @@ def to_markdown(
         anchor = "" if r.method in seen else f'<a id="claims-{r.method}"></a>'
         seen.add(r.method)
         notes.setdefault(key, f"Paper: {r.paper_setting}. Check: {r.detail}")
-        extra = f" (paper effect {r.paper_effect})" if r.paper_effect != "n/a" else ""
+        extra = f" (smallest effect that matters {r.effect})" if r.effect != "n/a" else ""
+        central = " **(central)**" if r.central else ""
+        source = f" ({r.paper_source})" if r.paper_source else ""
         lines.append(
-            f"| {r.method} | {r.claim} | {r.precision} | {anchor}{r.statement} "
-            f"| {r.paper}[^{key}] | {_ours(r)} | {r.detectable}{extra} "
+            f"| {r.method} | {r.claim}{central} | {r.precision} | {anchor}{r.statement} "
+            f"| {r.paper}{source}[^{key}] | {_ours(r)} | {r.detectable}{extra} "
             f"| **{_verdict_text(r)}** |" + (f" [mlflow]({r.run}) |" if links else "")
         )
     majority = table[table.per_task.map(bool)] if len(table) else table
@@ -585,6 +654,7 @@ def to_html(
                     ("reproduced", r.reproduced),
                     ("not_reproduced", r.not_reproduced),
                     ("inconclusive", r.inconclusive),
+                    ("out_of_reach", r.out_of_reach),
                 )
             )
             + f"<td>{changed}</td>"
@@ -604,7 +674,7 @@ def to_html(
             "precision",
             "the claim",
             "paper",
-            "ours (95% interval, n)",
+            "ours (interval, n)",
             "detectable",
             "verdict",
             *(["run"] if links else []),
@@ -620,10 +690,10 @@ def to_html(
             details += f"<br><b>Per task:</b> {esc(_per_task(r.per_task))}"
         cells = [
             f"<td{anchor}>{esc(r.method)}</td>",
-            f"<td>{esc(r.claim)}</td>",
+            f"<td>{esc(r.claim)}{' <b>(central)</b>' if r.central else ''}</td>",
             f"<td>{esc(r.precision)}</td>",
             f"<td>{esc(r.statement)}<details><summary>details</summary>{details}</details></td>",
-            f"<td>{esc(r.paper)}</td>",
+            f"<td>{esc(r.paper)}{f' ({esc(r.paper_source)})' if r.paper_source else ''}</td>",
             f"<td>{esc(_ours(r))}</td>",
             f"<td>{esc(r.detectable)}</td>",
             f"<td class={esc(r.verdict)} title='{esc(VERDICT_MEANING.get(r.verdict, ''))}'>"
@@ -645,10 +715,11 @@ def to_html(
         "<style>body{font-family:sans-serif;margin:1.5em}td,th{border:1px solid #ccc;"
         "padding:4px;vertical-align:top}table{border-collapse:collapse}"
         ".reproduced{background:#e3f4e3}.not_reproduced{background:#fbe3e3}"
-        ".inconclusive{background:#f3f3f3}details{font-size:90%;color:#444}</style>"
+        ".inconclusive{background:#f3f3f3}.out_of_reach{background:#eef0fb}"
+        "details{font-size:90%;color:#444}</style>"
         "<h1>Claims: paper vs measured</h1><h2>Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)</h2>"
         "<table><tr><th>method</th><th>paper</th><th>profile</th><th>seeds</th>"
-        "<th>reproduced</th><th>not reproduced</th><th>inconclusive</th>"
+        "<th>reproduced</th><th>not reproduced</th><th>inconclusive</th><th>out of reach</th>"
         "<th>changes under quantization</th><th>compute</th>"
         + ("<th>runs</th>" if links else "")
         + "</tr>"

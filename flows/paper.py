@@ -1,0 +1,83 @@
+"""The paper-profile run as a Prefect flow: the same sequential rounds as ``make paper``
+(``reprolab.paper.PaperRun``), with each round's decisions in the flow's log and as a
+markdown artifact (``paper-round-<n>``), and the scoreboard published at the end.
+
+    python -c "from flows.paper import paper; paper(['hyper_attention'])"
+    prefect deployment run paper/on-demand -p methods='["hyper_attention"]'   # when served
+
+A claim changed after its results stops the flow before any compute unless ``amend``
+gives the reason (recorded in docs/results/ledger/).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
+
+from reprolab.paper import MethodRounds, PaperRun
+from reprolab.paths import project_root
+
+
+def _round_markdown(number: int, state: dict[str, MethodRounds]) -> str:
+    lines = [f"# Paper run: round {number}", ""]
+    for slug, st in state.items():
+        if not st.rounds or st.rounds[-1]["round"] != number:
+            continue
+        entry = st.rounds[-1]
+        verdicts = entry["verdicts"]
+        decided = sum(v in ("reproduced", "not_reproduced") for v in verdicts.values())
+        lines += [
+            f"## {slug}: {decided} of {len(verdicts)} claims decided",
+            "",
+            f"seeds {entry['seeds']}, {entry['compute_minutes']} min of compute "
+            f"({st.minutes:.1f} in all); {'stops: ' + st.stop if st.done else 'next round adds seeds'}",
+            "",
+            "| verdict | claim |",
+            "|---|---|",
+            *(f"| {v} | {c} |" for c, v in sorted(verdicts.items(), key=lambda kv: kv[1])),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+@flow(name="paper", flow_run_name="paper-{methods}")
+def paper(
+    methods: list[str],
+    seeds: list[int] | None = None,
+    amend: str = "",
+    replay: bool = False,
+    root: str | None = None,
+) -> dict:
+    """Sequential paper-profile rounds of ``methods`` in a scratch copy of the project at
+    ``root``; results into its docs/results/."""
+    logger = get_run_logger()
+    project = Path(root).resolve() if root else project_root()
+
+    def on_round(number: int, state: dict[str, MethodRounds]) -> None:
+        create_markdown_artifact(
+            key=f"paper-round-{number}",
+            markdown=_round_markdown(number, state),
+            description=f"paper run, round {number}",
+        )
+
+    run = PaperRun(
+        project,
+        methods,
+        seeds=seeds,
+        amend=amend,
+        replay=replay,
+        log=logger.info,
+        on_round=on_round,
+    )
+    state = run.run()
+    scoreboard = project / "docs" / "results" / "README.md"
+    if scoreboard.is_file() and seeds is None and not replay:
+        create_markdown_artifact(
+            key="scoreboard", markdown=scoreboard.read_text(), description="central claims"
+        )
+    return {
+        slug: {"rounds": len(st.rounds), "stop": st.stop, "minutes": st.minutes}
+        for slug, st in state.items()
+    }

@@ -1,0 +1,547 @@
+"""Paper-profile runs: sequential rounds of ``dvc repro`` in a scratch copy, the
+preregistration ledger before them, commit-ready results into docs/results/ after them.
+
+    make paper METHODS="ensloss bit_dgdm"          # rounds until decided or budget spent
+    make paper METHODS=ensloss AMEND="why"          # a claim or setting changed after results
+    make paper METHODS=ensloss SEEDS=100,101,102    # a held-out block, compared with the pool
+    make paper METHODS=ensloss REPLAY=1             # one dvc repro with run.json's seeds
+
+What a run does:
+
+1. **Ledger first** (:mod:`reprolab.ledger`): a claim with no ledger entry is registered;
+   one whose definition (or the paper-profile config) changed after it was registered
+   stops the run unless ``--amend "why"`` is given, which records the amendment. Both
+   are written before any compute.
+2. **Rounds** (:mod:`reprolab.evidence`): the project is copied (``reprolab.scratch``) at
+   ``profile: paper`` with the first look's seeds; each round is ``reprolab check`` then
+   ``dvc repro`` there; after it, each undecided claim that more seeds can decide gets
+   the seeds of its plan's next look, on the units it reads; finished units are reused.
+   A method stops when every claim is decided, its plan is exhausted, or the next round
+   would take its measured compute past ``evidence.budget_minutes``.
+3. **Results**, per method, into ``docs/results/<slug>/`` (a held-out block into
+   ``<slug>/seeds-<...>/`` with ``stability.md``): the claims report (``claims.md``,
+   ``claims.html``, figures), ``claims.json`` (each entry with its ``evidence``: the
+   round it was decided in, or why not and the seeds and minutes it would need),
+   ``metrics.json``, ``metrics.csv`` and ``run.json`` (date, commit, machine with its
+   CPU model and vector extensions, the rounds, the seeds, and the method's params.yaml
+   section as run: with it a plain ``dvc repro`` reproduces the last round). Nothing is
+   written there unless the run succeeded; a method's results are replaced as a whole.
+   Then the scoreboard ``docs/results/README.md`` is regenerated.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reprolab import evidence, ledger, registry, scratch
+
+Log = Callable[[str], None]
+
+
+def _print(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] paper: {msg}", flush=True)
+
+
+class PaperError(RuntimeError):
+    """A paper run cannot start (bad arguments, a changed definition without --amend)."""
+
+
+def cpu() -> dict[str, Any]:
+    """The CPU's model name and the vector extensions that change floating-point results
+    (the same seeds give other bits with AVX-512 or AMX than with AVX2)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model in ("", platform.machine()):
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    wanted = ("sse4_2", "avx", "avx2", "fma", "f16c")
+    vector = sorted(f for f in flags if f in wanted or f.startswith(("avx512", "amx")))
+    return {"model": model, "vector_extensions": vector}
+
+
+def machine() -> dict[str, Any]:
+    import torch
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu": cpu(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@dataclass
+class MethodRounds:
+    """What the rounds did for one method."""
+
+    slug: str
+    rounds: list[dict] = field(default_factory=list)
+    decided_round: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    stop: str = ""
+    minutes: float = 0.0
+    done: bool = False
+
+
+@dataclass
+class PaperRun:
+    root: Path
+    methods: list[str]
+    seeds: list[int] | None = None  # a held-out block: one look at these seeds
+    amend: str = ""
+    replay: bool = False
+    out: Path | None = None
+    work: Path | None = None
+    log: Log = _print
+    max_rounds: int = 20
+    #: called after each round with (round number, per-method MethodRounds)
+    on_round: Callable[[int, dict[str, MethodRounds]], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        self.out = Path(self.out) if self.out else self.root / "docs" / "results"
+        for slug in self.methods:
+            registry.check_slug(slug)
+        if self.seeds is not None and self.replay:
+            raise PaperError("--seeds (a held-out block) and --replay do not go together")
+
+    # ------------------------------------------------------------------ params
+    def _raw(self) -> dict:
+        return yaml.safe_load((self.root / "params.yaml").read_text())
+
+    def first_params(self) -> dict:
+        """params.yaml cut to the methods at ``profile: paper``, at the first look (the
+        seeds earlier rounds added are dropped: the rounds start again), or the held-out
+        block (one look at ``seeds``), or run.json's recorded sections (replay)."""
+        params = scratch.cut_params(self._raw(), self.methods, self.seeds, "paper")
+        for slug in self.methods:
+            section = copy.deepcopy(params["methods"][slug] or {})
+            paper = section.get("paper") or {}
+            ev = dict(paper.get("evidence") or {})
+            ev.pop("added", None)
+            if self.seeds is not None:  # a block of its own: every seed in one look
+                ev.update(first=None, max_seeds=None)
+            if self.replay:
+                recorded = self._recorded(slug)
+                paper = recorded.get("paper") or {}
+                ev = dict(paper.get("evidence") or {})
+            paper = {k: v for k, v in paper.items() if k != "evidence"}
+            section["paper"] = {**paper, **({"evidence": ev} if ev else {})}
+            params["methods"][slug] = section
+        return params
+
+    def _recorded(self, slug: str) -> dict:
+        path = self.out / slug / "run.json"
+        if not path.is_file():
+            raise PaperError(f"--replay: {path} is missing (run `make paper METHODS={slug}`)")
+        info = json.loads(path.read_text())
+        if "params" not in info:
+            raise PaperError(f"--replay: {path} records no params section (an older run)")
+        if info.get("seeds_paper") and info["seeds_paper"] != self._raw()["seeds"]["paper"]:
+            raise PaperError(
+                f"--replay: {path} ran with seeds.paper {info['seeds_paper']}, params.yaml "
+                f"has {self._raw()['seeds']['paper']}"
+            )
+        return info["params"]
+
+    # ------------------------------------------------------------------ ledger
+    def check_ledger(self) -> list[ledger.Change]:
+        """The claims whose definitions are new or changed; raises on a change without
+        a reason. A held-out block or a replay registers nothing."""
+        raw = self._raw()
+        changes = []
+        for slug in self.methods:
+            found, _, _ = ledger.compare(self.root, slug, raw)
+            changes += found
+        changed = [c for c in changes if c.kind == "changed"]
+        if changed and not self.amend:
+            lines = "\n".join(f"  - {c.describe()}" for c in changed)
+            raise PaperError(
+                "claim definitions changed after their results were registered:\n"
+                f'{lines}\nrun again with --amend "why" (make paper ... AMEND="why") to '
+                "record the amendment in docs/results/ledger/, or undo the change"
+            )
+        return changes
+
+    def record_ledger(self, changes: list[ledger.Change]) -> None:
+        commit = _git(self.root, "rev-parse", "HEAD")
+        raw = self._raw()
+        for slug in self.methods:
+            mine = [c for c in changes if c.slug == slug]
+            _, cfg, cfg_hash = ledger.compare(self.root, slug, raw)
+            ledger.record(self.root, slug, mine, cfg, cfg_hash, commit, self.amend)
+            if mine:
+                self.log(
+                    f"{slug}: ledger: {sum(c.kind == 'new' for c in mine)} registered, "
+                    f"{sum(c.kind == 'changed' for c in mine)} amended"
+                )
+
+    # ------------------------------------------------------------------ rounds
+    def run(self) -> dict[str, MethodRounds]:
+        block = self.seeds is not None
+        if not block and not self.replay:
+            changes = self.check_ledger()
+            self.record_ledger(changes)
+        params = self.first_params()
+        work = self.work or Path(tempfile.mkdtemp(prefix="reprolab-paper-"))
+        if work.exists() and any(work.iterdir()):
+            raise PaperError(f"--work {work} is not empty")
+        work.mkdir(parents=True, exist_ok=True)
+        commit = _git(self.root, "rev-parse", "HEAD")
+        dirty = bool(_git(self.root, "status", "--porcelain", "--", ".", ":!docs/results"))
+        scratch.copy_project(self.root, work, params)
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONPATH": str(work / "src"),
+        }
+        what = "held-out block" if block else "replay" if self.replay else "sequential rounds"
+        self.log(f"{', '.join(self.methods)}: paper profile, {what}, in {work}")
+        state = {slug: MethodRounds(slug) for slug in self.methods}
+        wall = 0.0
+        for number in range(1, self.max_rounds + 1):
+            (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+            subprocess.run(
+                [sys.executable, "-m", "reprolab", "check"], cwd=work, env=env, check=True
+            )
+            self.log(f"round {number}: dvc repro")
+            t0 = time.perf_counter()
+            proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
+            seconds = time.perf_counter() - t0
+            wall += seconds
+            if proc.returncode != 0:
+                raise PaperError(
+                    f"dvc repro failed in round {number} after {seconds:.0f} s; nothing written "
+                    f"to {self.out} (copy: {work})"
+                )
+            grew = False
+            for slug, st in state.items():
+                if st.done:
+                    continue
+                grew |= self._after_round(work, params, slug, st, number, seconds)
+            if self.on_round is not None:
+                self.on_round(number, state)
+            if not grew or block or self.replay:
+                break
+        self._collect(work, params, state, commit, dirty, wall)
+        return state
+
+    def _after_round(
+        self, work: Path, params: dict, slug: str, st: MethodRounds, number: int, wall: float
+    ) -> bool:
+        """Record round ``number`` of ``slug`` and add the next round's seeds to
+        ``params``; False when the method is done."""
+        from reprolab import config
+        from reprolab.core import io
+        from reprolab.paths import MethodPaths
+
+        paths = MethodPaths(work, slug)
+        claims = io.read_json(paths.eval / "claims.json")
+        project = config.validate(params)
+        cfg = project.method(slug)
+        spec = registry.get(slug)
+        minutes = _round_minutes(paths.runtime)
+        st.minutes += minutes
+        heads = evidence.headline(claims)
+        for cid, result in heads.items():
+            if (
+                result["verdict"] in ("reproduced", "not_reproduced")
+                and cid not in st.decided_round
+            ):
+                st.decided_round[cid] = number
+        avoid = set()
+        decision, reasons = evidence.plan_round(spec, cfg, list(project.seeds), claims, avoid)
+        st.reasons = reasons
+        entry = {
+            "round": number,
+            "seeds": sorted({s for c in heads.values() for s in c["measured"].get("seeds", [])}),
+            "compute_minutes": round(minutes, 2),
+            "dvc_repro_seconds": round(wall, 1),
+            "verdicts": {cid: r["verdict"] for cid, r in heads.items()},
+        }
+        st.rounds.append(entry)
+        decided = sum(r["verdict"] in ("reproduced", "not_reproduced") for r in heads.values())
+        self.log(
+            f"{slug}: round {number}: {decided} of {len(heads)} claims decided, "
+            f"{minutes:.1f} min of compute ({st.minutes:.1f} of {cfg.evidence.budget_minutes:g})"
+        )
+        if self.seeds is not None or self.replay:
+            st.done, st.stop = True, "a single look"
+            return False
+        if not decision.added:
+            st.done = True
+            undecided = {r for r in reasons.values() if r != "decided"}
+            st.stop = (
+                "every claim decided"
+                if not undecided
+                else "no more seeds can decide the rest: " + "; ".join(sorted(undecided))
+            )
+            return False
+        units = _trained_units(paths)
+        seconds = evidence.unit_seconds(paths.runtime)
+        eval_per_unit = evidence.evaluate_seconds_per_unit(paths.runtime, len(units))
+        estimate = evidence.round_minutes(decision.added, units, seconds)
+        estimate += _new_units(decision.added, units) * eval_per_unit / 60.0
+        if st.minutes + estimate > cfg.evidence.budget_minutes:
+            st.done = True
+            st.stop = (
+                f"evidence budget: the next round ({len(decision.grow)} claim(s), about "
+                f"{evidence.fmt_minutes(estimate)}) would exceed {cfg.evidence.budget_minutes:g} "
+                f"min ({st.minutes:.0f} spent)"
+            )
+            self.log(f"{slug}: stops: {st.stop}")
+            return False
+        section = params["methods"][slug].setdefault("paper", {}) or {}
+        params["methods"][slug]["paper"] = section
+        ev = section.setdefault("evidence", {})
+        ev.setdefault("added", []).extend(decision.added)
+        entry["next"] = decision.added
+        entry["next_estimate_minutes"] = round(estimate, 1)
+        self.log(
+            f"{slug}: round {number + 1} adds seeds for {', '.join(sorted(decision.grow))} "
+            f"(about {evidence.fmt_minutes(estimate)})"
+        )
+        return True
+
+    # ------------------------------------------------------------------ results
+    def _collect(
+        self, work: Path, params: dict, state: dict[str, MethodRounds], commit, dirty, wall
+    ) -> None:
+        from reprolab.core import io
+        from reprolab.paths import MethodPaths
+        from reprolab.stages import report
+
+        block = self.seeds is not None
+        for slug, st in state.items():
+            paths = MethodPaths(work, slug)
+            claims = io.read_json(paths.eval / "claims.json")
+            claims = self._annotate(work, params, slug, st, claims)
+            io.write_json(paths.eval / "claims.json", claims)
+            used = sorted({s for c in claims for s in c["measured"].get("seeds", [])})
+            sub = f"seeds-{'-'.join(map(str, self.seeds))}" if block else ""
+            dest = self.out / slug / ("replay" if self.replay else sub)
+            info = {
+                "method": slug,
+                "profile": "paper",
+                "kind": "held-out block" if block else "replay" if self.replay else "sequential",
+                "seeds": used,
+                "seeds_paper": params["seeds"]["paper"],
+                "rounds": st.rounds,
+                "stop": st.stop,
+                "compute_minutes": round(st.minutes, 1),
+                "params": params["methods"][slug],
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "commit": commit,
+                "dirty": dirty,
+                "machine": machine(),
+                "dvc_repro_seconds_all_methods": round(wall, 1),
+                "methods_in_run": self.methods,
+            }
+            tmp = dest.with_name(dest.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            (tmp / "plots").mkdir(parents=True)
+            for name in ("claims.json", "metrics.json", "metrics.csv"):
+                shutil.copy2(paths.eval / name, tmp / name)
+            for png in sorted((paths.eval / "plots").glob("*.png")):
+                shutil.copy2(png, tmp / "plots" / png.name)
+            report.write_views(work, [slug], tmp)
+            (tmp / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+            if block and (self.out / slug / "claims.json").is_file():
+                text, summary = compare_blocks(self.out / slug, tmp)
+                (tmp / "stability.md").write_text(text)
+                (tmp / "stability.json").write_text(json.dumps(summary, indent=2) + "\n")
+                self.log(
+                    f"{slug}: held-out block: {summary['disagree']} decisive verdict(s) "
+                    f"disagree with the pooled run's (stability.md)"
+                )
+            if self.replay:
+                same = compare_replay(self.out / slug, tmp)
+                (tmp / "replay.json").write_text(json.dumps(same, indent=2) + "\n")
+                self.log(
+                    f"{slug}: replay: {same['verdicts_differ']} verdict(s) differ from the "
+                    f"recorded run, largest value difference {same['max_value_difference']:.3g}"
+                )
+            if dest.exists():
+                shutil.rmtree(dest)
+            tmp.rename(dest)
+            self.log(f"{slug}: results in {dest}")
+        if not block and not self.replay:
+            from reprolab import scoreboard
+
+            scoreboard.write(self.root, self.out)
+
+    def _annotate(
+        self, work: Path, params: dict, slug: str, st: MethodRounds, claims: list[dict]
+    ) -> list[dict]:
+        """Each claims.json entry gets its ``evidence``: rounds, the round it was decided
+        in, or why it was not and the seeds and minutes it would need."""
+        from reprolab.paths import MethodPaths
+
+        paths = MethodPaths(work, slug)
+        spec = registry.get(slug)
+        by_id = {c.id: c for c in spec.claims}
+        units = _trained_units(paths)
+        seconds = evidence.unit_seconds(paths.runtime)
+        heads = evidence.headline(claims)
+        out = []
+        for c in claims:
+            head = heads.get(c["id"], c)
+            m = head["measured"]
+            info: dict[str, Any] = {
+                "rounds": len(st.rounds),
+                "decided_round": st.decided_round.get(c["id"]),
+                "seeds": m.get("seeds", []),
+                "rule": (m.get("sequential") or {}).get("rule", "fixed n"),
+            }
+            if head["verdict"] == "inconclusive":
+                info["why"] = st.reasons.get(c["id"]) or st.stop
+                need = m.get("needs_seeds")
+                if need is not None:
+                    per_seed = evidence.seconds_per_seed(
+                        units, seconds, evidence.scope(spec, by_id[c["id"]])
+                    )
+                    info["needs_seeds"] = need
+                    info["needs_minutes"] = evidence.needs_minutes(
+                        need, len(m.get("seeds", [])), per_seed
+                    )
+            out.append({**c, "evidence": info})
+        return out
+
+
+def _trained_units(paths) -> list:
+    from reprolab.contract import Unit
+    from reprolab.core import io
+
+    listing = paths.checkpoints / "units.json"
+    if not listing.is_file():
+        return []
+    return [Unit.from_json(u) for u in io.read_json(listing)["units"]]
+
+
+def _new_units(rules: list[dict], units: list) -> int:
+    """How many units the rules add (one per seed of each unit key in scope)."""
+    total = 0
+    for rule in rules:
+        sc = evidence.Scope(
+            tuple(rule["variants"]),
+            tuple(rule["tasks"]) if "tasks" in rule else None,
+            tuple((k, tuple(v)) for k, v in rule["params"].items()) if "params" in rule else None,
+        )
+        keys = {(u.task, u.variant, u.params) for u in units if sc.matches(u)}
+        total += len(keys) * len(rule["seeds"])
+    return total
+
+
+def _round_minutes(runtime: Path) -> float:
+    """The compute a round spent on one method: the training of the units it trained
+    (not those reused), its quantize and evaluate stages."""
+    from reprolab.core import io
+
+    total = 0.0
+    train = runtime / "train.json"
+    if train.is_file():
+        for t in io.read_json(train).get("units", {}).values():
+            if isinstance(t, dict) and not t.get("reused"):
+                total += float(t.get("train_seconds", 0.0))
+    quantize = runtime / "quantize.json"
+    if quantize.is_file():
+        total += float(io.read_json(quantize).get("wall_seconds", 0.0))
+    ev = runtime / "evaluate.json"
+    if ev.is_file():
+        total += float(io.read_json(ev).get("evaluate_seconds", 0.0))
+    return total / 60.0
+
+
+def compare_replay(recorded: Path, replay: Path) -> dict:
+    """A replay (one ``dvc repro`` with run.json's params) against the recorded run: how
+    many verdicts and values differ (none on the machine that recorded it)."""
+    a = {(c["id"], c["precision"]): c for c in json.loads((recorded / "claims.json").read_text())}
+    b = {(c["id"], c["precision"]): c for c in json.loads((replay / "claims.json").read_text())}
+    differ, worst = [], 0.0
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key, {}).get("verdict"), b.get(key, {}).get("verdict")
+        if va != vb:
+            differ.append({"claim": key[0], "precision": key[1], "recorded": va, "replay": vb})
+        xa = a.get(key, {}).get("measured", {}).get("value")
+        xb = b.get(key, {}).get("measured", {}).get("value")
+        if isinstance(xa, int | float) and isinstance(xb, int | float) and xa == xa and xb == xb:
+            worst = max(worst, abs(xa - xb))
+    return {"verdicts_differ": len(differ), "differences": differ, "max_value_difference": worst}
+
+
+def compare_blocks(pooled: Path, block: Path) -> tuple[str, dict]:
+    """A held-out block's verdicts next to the pooled run's: a decisive verdict of the
+    block that disagrees with the pooled verdict is flagged."""
+    a = {(c["id"], c["precision"]): c for c in json.loads((pooled / "claims.json").read_text())}
+    b = {(c["id"], c["precision"]): c for c in json.loads((block / "claims.json").read_text())}
+    seeds_a = json.loads((pooled / "run.json").read_text())["seeds"]
+    seeds_b = json.loads((block / "run.json").read_text())["seeds"]
+    overlap = sorted(set(seeds_a) & set(seeds_b))
+    lines = [
+        f"# Held-out block: seeds {seeds_b} against the pooled run (seeds {seeds_a})",
+        "",
+        *(
+            [f"**The block shares seeds {overlap} with the pooled run: it is not held out.**", ""]
+            if overlap
+            else []
+        ),
+        "| claim | precision | pooled verdict | block verdict | pooled value | block value | agrees |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    differ = disagree = 0
+    flagged = []
+    for key in sorted(set(a) | set(b)):
+        va = a.get(key, {}).get("verdict", "absent")
+        vb = b.get(key, {}).get("verdict", "absent")
+        ma = a.get(key, {}).get("measured", {}).get("value", float("nan"))
+        mb = b.get(key, {}).get("measured", {}).get("value", float("nan"))
+        differ += va != vb
+        # the block disagrees when it decides the other way (or decides where the pool
+        # decided the other way); an inconclusive block is only less evidence
+        opposite = {va, vb} == {"reproduced", "not_reproduced"}
+        disagree += opposite
+        if opposite:
+            flagged.append(key[0])
+        mark = "yes" if va == vb else "**no (opposite)**" if opposite else "no"
+        lines.append(f"| {key[0]} | {key[1]} | {va} | {vb} | {ma:.4g} | {mb:.4g} | {mark} |")
+    lines += [
+        "",
+        f"Verdicts that differ: {differ}; decided the opposite way: {disagree}.",
+    ]
+    summary = {
+        "pooled_seeds": seeds_a,
+        "block_seeds": seeds_b,
+        "overlap": overlap,
+        "differ": differ,
+        "disagree": disagree,
+        "disagreeing_claims": sorted(set(flagged)),
+    }
+    return "\n".join(lines) + "\n", summary
