@@ -188,11 +188,11 @@ def test_never_nonzero_check_fails_on_a_single_bit():
     rows += [("t", "bdia", s, "fp32", "recon_bits_compared", 1e6) for s in range(4)]
     cols = ["task", "variant", "seed", "precision", "metric", "value"]
     check = NeverNonzero("bdia", compared="recon_bits_compared")
-    verdict, measured = check.evaluate(pd.DataFrame(rows, columns=cols), "recon_bad_bits")
-    assert verdict == "reproduced" and measured["value"] == 0 and measured["n"] == 4
+    v = check.evaluate(pd.DataFrame(rows, columns=cols), "recon_bad_bits")
+    assert v.verdict == "reproduced" and v.measured["value"] == 0 and v.measured["n"] == 4
     rows[2] = ("t", "bdia", 2, "fp32", "recon_bad_bits", 1.0)
-    verdict, measured = check.evaluate(pd.DataFrame(rows, columns=cols), "recon_bad_bits")
-    assert verdict == "not_reproduced" and measured["units_failing"] == 1
+    v = check.evaluate(pd.DataFrame(rows, columns=cols), "recon_bad_bits")
+    assert v.verdict == "not_reproduced" and v.measured["units_failing"] == 1
 
 
 def test_bdia_training_forward_and_gamma_zero_inference():

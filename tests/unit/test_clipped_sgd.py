@@ -338,19 +338,24 @@ def _check(claim_id: str):
 
 def test_grows_with_beta_verdicts():
     check = _check("bias_grows_with_beta")
-    # five seeds, each rising with beta: a sign test of 5/5 (p = 1/32) decides
-    up = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(5)})
-    assert check.evaluate(up, "plateau_mse")[0] == "reproduced"
+    # The sign test decides at half the fixed level's two-sided alpha per direction
+    # (0.025): six seeds, each rising with beta, give 6/6 (p = 1/64) and decide; five
+    # (5/5, p = 1/32 > 0.025) no longer do, nor three (p = 1/8).
+    up = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(6)})
+    assert check.evaluate(up, "plateau_mse").verdict == "reproduced"
+    five = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(5)})
+    assert check.evaluate(five, "plateau_mse").verdict == "inconclusive"  # p = 1/32
     three = _table({(b, s): b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(3)})
-    assert check.evaluate(three, "plateau_mse")[0] == "inconclusive"  # p = 1/8
-    down = _table({(b, s): -b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(5)})
-    verdict, measured = check.evaluate(down, "plateau_mse")
-    assert verdict == "not_reproduced" and measured["value"] == -1.0
+    assert check.evaluate(three, "plateau_mse").verdict == "inconclusive"  # p = 1/8
+    down = _table({(b, s): -b + 0.01 * s for b in (0.0, 0.5, 0.7) for s in range(6)})
+    v = check.evaluate(down, "plateau_mse")
+    assert v.verdict == "not_reproduced" and v.measured["value"] == -1.0
     mixed = _table({(0.0, 0): 1, (0.5, 0): 2, (0.0, 1): 2, (0.5, 1): 1})
-    assert check.evaluate(mixed, "plateau_mse")[0] == "inconclusive"
+    assert check.evaluate(mixed, "plateau_mse").verdict == "inconclusive"
     one = _table({(0.5, s): float(s) for s in range(3)})
-    assert check.evaluate(one, "plateau_mse")[0] == "inconclusive"
-    assert _check("strat_bias_grows_with_beta").evaluate(up, "plateau_mse")[0] == "inconclusive"
+    assert check.evaluate(one, "plateau_mse").verdict == "inconclusive"
+    strat = _check("strat_bias_grows_with_beta")
+    assert strat.evaluate(up, "plateau_mse").verdict == "inconclusive"
 
 
 def test_on_family_only_reads_its_tasks():
@@ -358,7 +363,7 @@ def test_on_family_only_reads_its_tasks():
     strat = quad.assign(task=task_name("strat", 0.0, 0.5, 0.0), family="strat", value=0.0)
     table = pd.concat([quad, strat])
     check = Where(Threshold("nonbinding", -0.5, higher_is_better=False), family="quad")
-    verdict, measured = check.evaluate(table, "tail_slope")
-    assert verdict == "reproduced" and measured["n"] == 4
+    v = check.evaluate(table, "tail_slope")
+    assert v.verdict == "reproduced" and v.measured["n"] == 4
     flat = Where(Threshold("nonbinding", -0.5, higher_is_better=False), family="strat")
-    assert flat.evaluate(table, "tail_slope")[0] == "not_reproduced"
+    assert flat.evaluate(table, "tail_slope").verdict == "not_reproduced"

@@ -92,7 +92,19 @@ def test_a_claim_about_an_unknown_scheme_is_rejected():
     from reprolab.core.claims import Claim, Threshold
 
     check = Threshold(variant="victim", bound=0.5)
-    about = Claim("c", "s", "p", "set", "acc", check, precision="rtn_w3a3")
+    about = Claim(
+        "c",
+        "s",
+        "p",
+        "set",
+        "acc",
+        check,
+        effect=0.1,
+        effect_basis="margin",
+        source="not in the paper text here",
+        central=True,
+        precision="rtn_w3a3",
+    )
     spec = replace(spec_with(*VICTIM), claims=(about,))
     with pytest.raises(ValueError, match="claim 'c' is about precision 'rtn_w3a3'"):
         registry._check_spec(spec)
@@ -124,24 +136,24 @@ def table(rows) -> pd.DataFrame:
 
 def test_one_seed_free_value_is_compared_exactly():
     t = table([(("grid", "lp", None), "fp32", "gap", 0.25)])
-    verdict, measured = Threshold("lp", bound=0.2).evaluate(t, "gap")
-    assert verdict == "reproduced"
-    assert measured["ci_low"] == measured["ci_high"] == 0.25 and measured["seed_free"]
-    verdict, _ = Threshold("lp", bound=0.3).evaluate(t, "gap")
-    assert verdict == "not_reproduced"
+    v = Threshold("lp", bound=0.2).evaluate(t, "gap")
+    assert v.verdict == "reproduced"
+    assert v.measured["ci_low"] == v.measured["ci_high"] == 0.25 and v.measured["seed_free"]
+    assert Threshold("lp", bound=0.3).evaluate(t, "gap").verdict == "not_reproduced"
 
 
 def test_one_seeded_value_stays_inconclusive():
     t = table([(("grid", "lp", 0), "fp32", "gap", 0.25)])
-    verdict, measured = Threshold("lp", bound=0.2).evaluate(t, "gap")
-    assert verdict == "inconclusive" and math.isinf(measured["ci_high"])
+    v = Threshold("lp", bound=0.2).evaluate(t, "gap")
+    assert v.verdict == "inconclusive" and math.isinf(v.measured["ci_high"])
 
 
 def test_seed_free_pairs_pool_over_tasks_not_copies():
     rows = []
     for task, (m, b) in {"a": (3.0, 1.0), "b": (2.0, 1.5), "c": (4.0, 1.0)}.items():
         rows += [((task, "m", None), "fp32", "x", m), ((task, "b", None), "fp32", "x", b)]
-    verdict, measured = PairedDifference("m", "b").evaluate(table(rows), "x")
+    v = PairedDifference("m", "b").evaluate(table(rows), "x")
+    verdict, measured = v.verdict, v.measured
     diffs = np.array([2.0, 0.5, 3.0])
     from scipy import stats
 
@@ -175,7 +187,7 @@ def test_unit_parameters_are_columns_and_keys_of_pairing():
     assert claims.param_columns(t) == ["beta"]
     pivot = claims.wide(t, "err")
     assert len(pivot) == 6  # (seed, beta) pairs: a beta is never averaged away
-    _, measured = PairedDifference("m", "b").evaluate(t, "err")
+    measured = PairedDifference("m", "b").evaluate(t, "err").measured
     assert measured["n"] == 6 and measured["value"] == pytest.approx((1.0 * 3 + 4.0 * 3) / 6)
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reprolab.core.claims import IntervalCheck
 from reprolab.methods.desk_reject import dilemma, method, policies
-from reprolab.methods.desk_reject.claims import Dilemma, NearOptimal
+from reprolab.methods.desk_reject.claims import Dilemma, NearOptimalShare
 from reprolab.methods.desk_reject.config import DeskRejectConfig
 from reprolab.methods.desk_reject.generator import synthetic_instance
 from reprolab.methods.desk_reject.policies import Instance
@@ -252,11 +253,11 @@ def test_dilemma_check_verdicts():
         rows += [(f"tiny_n{n}", "cvpr_rule", None, "fp32", "no_ideal", count)]
         rows += [(f"tiny_n{n}", "cvpr_rule", None, "fp32", "instances", total)]
     table = _table(rows)
-    verdict, measured = Dilemma(from_authors=4).evaluate(table, "no_ideal")
-    assert verdict == "reproduced" and measured["value"] == 3
-    assert Dilemma(3, below_always_ideal=True).evaluate(table, "no_ideal")[0] == "reproduced"
-    assert Dilemma(2).evaluate(table, "no_ideal")[0] == "not_reproduced"
-    assert Dilemma(5).evaluate(table, "no_ideal")[0] == "inconclusive"
+    v = Dilemma(from_authors=4).evaluate(table, "no_ideal")
+    assert v.verdict == "reproduced" and v.measured["value"] == 3
+    assert Dilemma(3, below_always_ideal=True).evaluate(table, "no_ideal").verdict == "reproduced"
+    assert Dilemma(2).evaluate(table, "no_ideal").verdict == "not_reproduced"
+    assert Dilemma(5).evaluate(table, "no_ideal").verdict == "inconclusive"
 
 
 def test_near_optimal_check_verdicts():
@@ -272,5 +273,10 @@ def test_near_optimal_check_verdicts():
                 rows.append(("conf_m100", variant, seed, "fp32", "mean_cost", value))
         return _table(rows)
 
-    assert NearOptimal().evaluate(table(0.0), "mean_cost")[0] == "reproduced"
-    assert NearOptimal().evaluate(table(0.5), "mean_cost")[0] == "not_reproduced"
+    # the claim's check: the statistic gap - 0.05 * improvement, claimed below 0
+    near_optimal = IntervalCheck(NearOptimalShare(), bound=0.0, higher_is_better=False)
+    v = near_optimal.evaluate(table(0.0), "mean_cost")
+    assert v.verdict == "reproduced"
+    # gap 0.001 on odd seeds (mean 0.0005), improvement 0.2: 0.0005 - 0.05 * 0.2
+    assert v.measured["value"] == pytest.approx(0.0005 - 0.05 * 0.2)
+    assert near_optimal.evaluate(table(0.5), "mean_cost").verdict == "not_reproduced"

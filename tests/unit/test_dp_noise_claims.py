@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reprolab.core.claims import PairedDifference, Where
+from reprolab.core.claims import IntervalCheck, PairedDifference, Where
 from reprolab.methods.dp_noise import method
 from reprolab.methods.dp_noise.claims import CLAIMS, BeatsBetterBaseline, GapShrinks, gains
 from reprolab.methods.dp_noise.config import DPNoiseConfig, task_name
@@ -86,36 +86,36 @@ def test_at_task_verdicts():
     check = Where(
         PairedDifference("optimized", "gaussian", higher_is_better=False), sigma=5.0, k=10
     )
-    assert check.evaluate(table(PAPER_LIKE), "eps_ref")[0] == "reproduced"
+    assert check.evaluate(table(PAPER_LIKE), "eps_ref").verdict == "reproduced"
     worse = dict(PAPER_LIKE) | {(10, "optimized"): 3.0}
-    verdict, measured = check.evaluate(table(worse), "eps_ref")
-    assert verdict == "not_reproduced" and measured["value"] == pytest.approx(0.08, abs=1e-3)
+    v = check.evaluate(table(worse), "eps_ref")
+    assert v.verdict == "not_reproduced" and v.measured["value"] == pytest.approx(0.08, abs=1e-3)
     noisy = dict(PAPER_LIKE) | {(10, "optimized"): 2.92}
-    assert check.evaluate(table(noisy, spread=0.05), "eps_ref")[0] == "inconclusive"
+    assert check.evaluate(table(noisy, spread=0.05), "eps_ref").verdict == "inconclusive"
     at7 = Where(PairedDifference("optimized", "gaussian", higher_is_better=False), sigma=5.0, k=7)
     missing = at7.evaluate(table(PAPER_LIKE), "eps_ref")
-    assert missing[0] == "inconclusive" and math.isnan(missing[1]["value"])
+    assert missing.verdict == "inconclusive" and math.isnan(missing.measured["value"])
 
 
 def test_regime_verdicts():
     moderate = BeatsBetterBaseline("optimized", ("gaussian", "laplace"), k_min=10, k_max=40)
-    assert moderate.evaluate(table(PAPER_LIKE), "eps_ref")[0] == "reproduced"
+    assert moderate.evaluate(table(PAPER_LIKE), "eps_ref").verdict == "reproduced"
     lose40 = dict(PAPER_LIKE) | {(40, "optimized"): 6.5}
-    assert moderate.evaluate(table(lose40), "eps_ref")[0] == "not_reproduced"
+    assert moderate.evaluate(table(lose40), "eps_ref").verdict == "not_reproduced"
     small = BeatsBetterBaseline("optimized", ("gaussian", "laplace"), k_min=1, k_max=9)
     # a tie with Laplace (within seed noise) is not "better": inconclusive
-    assert small.evaluate(table(PAPER_LIKE), "eps_ref")[0] == "inconclusive"
+    assert small.evaluate(table(PAPER_LIKE), "eps_ref").verdict == "inconclusive"
     none = BeatsBetterBaseline("optimized", ("gaussian",), k_min=50, k_max=60)
-    assert none.evaluate(table(PAPER_LIKE), "eps_ref")[0] == "inconclusive"
+    assert none.evaluate(table(PAPER_LIKE), "eps_ref").verdict == "inconclusive"
 
 
 def test_gap_shrinks_verdicts():
-    check = GapShrinks("optimized", ("gaussian", "laplace"), k_ref=10, k_large=100)
-    assert check.evaluate(table(PAPER_LIKE), "eps_ref")[0] == "reproduced"
+    check = IntervalCheck(GapShrinks("optimized", ("gaussian", "laplace"), k_ref=10, k_large=100))
+    assert check.evaluate(table(PAPER_LIKE), "eps_ref").verdict == "reproduced"
     grows = dict(PAPER_LIKE) | {(200, "optimized"): 15.0}
-    assert check.evaluate(table(grows), "eps_ref")[0] == "not_reproduced"
+    assert check.evaluate(table(grows), "eps_ref").verdict == "not_reproduced"
     no_large = {key: v for key, v in PAPER_LIKE.items() if key[0] != 200}
-    assert check.evaluate(table(no_large), "eps_ref")[0] == "inconclusive"
+    assert check.evaluate(table(no_large), "eps_ref").verdict == "inconclusive"
 
 
 def test_claims_evaluate_on_a_full_table():

@@ -18,6 +18,7 @@ from reprolab.core import datasets, io, quant
 from reprolab.methods.ensloss import SPEC
 from reprolab.methods.ensloss import method as hooks
 from reprolab.methods.ensloss.net import cnn, n_parameters
+from reprolab.stages._common import select_units
 from reprolab.stages.evaluate import metrics_table
 
 
@@ -77,19 +78,30 @@ def test_prepare_makes_noisy_cnn_pairs_with_true_clean_labels(tmp_path):
         assert torch.equal(y, torch.from_numpy(data["y_train"]))
 
 
-def test_cnn_units_carry_their_setting_and_capped_seeds():
+def test_cnn_units_carry_their_setting_and_the_first_looks_seeds():
+    # The CNN's own seed cap is gone: units() gives every unit every seed it is given,
+    # and the stage's selection (evidence.first) cuts every setting to the first look.
     cfg = config.method_config(
-        "ensloss", "smoke", {"settings": ["mlp", "cnn"], "cnn_max_seeds": 1}, "test"
+        "ensloss", "smoke", {"settings": ["mlp", "cnn"], "evidence": {"first": 1}}, "test"
     )
     tasks = ["digits-0v1", *hooks.cnn_tasks(cfg)]
     units = hooks.units(cfg, (0, 1), tasks)
     cnn_units = [u for u in units if hooks.setting_of(u) == "cnn"]
     assert {u.task for u in cnn_units} == set(hooks.cnn_tasks(cfg))
-    assert {u.seed for u in cnn_units} == {0} and all(
+    assert {u.seed for u in cnn_units} == {0, 1} and all(
         u.param == {"setting": "cnn"} for u in cnn_units
     )
     mlp_units = [u for u in units if u.task == "digits-0v1"]
     assert {u.seed for u in mlp_units} == {0, 1} and all(u.params == () for u in mlp_units)
+    base = cfg.evidence.base_seeds((0, 1))
+    assert base == [0]
+    kept = select_units(SPEC, units, base, cfg)
+    assert {u.seed for u in kept} == {0}
+    assert sorted(kept, key=lambda u: u.id) == sorted(
+        (u for u in units if u.seed == 0), key=lambda u: u.id
+    )
+    kept_cnn = [u for u in kept if hooks.setting_of(u) == "cnn"]
+    assert {u.task for u in kept_cnn} == set(hooks.cnn_tasks(cfg))
 
 
 def test_paper_cnn_has_far_more_parameters_than_training_images(tmp_path):
@@ -101,7 +113,8 @@ def test_paper_cnn_has_far_more_parameters_than_training_images(tmp_path):
     net = hooks.build_net(unit, cfg, 784)
     assert n_parameters(net) == 206_017
     assert n_parameters(net) > 500 * max(meta["sizes"].values())
-    assert len(hooks.units(cfg, (0, 1, 2, 3, 4), sorted(tasks))) == 8 * 4 * 3
+    # every seed it is given (no CNN seed cap; the stage applies evidence.first)
+    assert len(hooks.units(cfg, (0, 1, 2, 3, 4), sorted(tasks))) == 8 * 4 * 5
 
 
 def test_int8_runs_both_convolutions_of_the_cnn():

@@ -3,7 +3,9 @@ import itertools
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 
+from reprolab.core.claims import IntervalCheck
 from reprolab.methods.lift_gs import scenes
 from reprolab.methods.lift_gs.claims import GapFraction, OcclusionGap
 from reprolab.methods.lift_gs.module import unprojected_targets
@@ -284,10 +286,16 @@ def test_gap_fraction_and_occlusion_gap_on_a_known_table():
         rows.append(("a", "unproj", seed, "fp32", "miou_visible", u, 8))
         rows.append(("a", "render", seed, "fp32", "miou_visible", r, 8))
     table = _table(rows)
-    verdict, m = GapFraction("render", "unproj", "sup3d").evaluate(table, "miou")
+    v = IntervalCheck(GapFraction("render", "unproj", "sup3d")).evaluate(table, "miou")
+    m = v.measured
     gains, gaps = np.array([0.3, 0.25, 0.25]), np.array([0.6, 0.4, 0.5])
-    assert abs(m["value"] - gains.mean() / gaps.mean()) < 1e-12
-    assert verdict == "reproduced" and m["ci_low"] > 0 and m["n"] == 3
-    verdict, m = OcclusionGap("render", "unproj").evaluate(table, "miou_occluded")
-    assert abs(m["value"] - 0.11) < 1e-12  # 0.1 + 0.01 * mean(seed)
-    assert verdict == "reproduced"
+    ratio = gains.mean() / gaps.mean()
+    assert abs(m["value"] - ratio) < 1e-12
+    assert v.verdict == "reproduced" and m["ci_low"] > 0 and m["n"] == 3
+    # delta-method interval of a ratio of means: t_{0.975, 2} sd(gain - r gap) / (sqrt(3) gap)
+    se = (gains - ratio * gaps).std(ddof=1) / (np.sqrt(3) * gaps.mean())
+    half = stats.t.ppf(0.975, 2) * se
+    assert abs(m["ci_low"] - (ratio - half)) < 1e-9 and abs(m["ci_high"] - (ratio + half)) < 1e-9
+    v = IntervalCheck(OcclusionGap("render", "unproj")).evaluate(table, "miou_occluded")
+    assert abs(v.measured["value"] - 0.11) < 1e-12  # 0.1 + 0.01 * mean(seed)
+    assert v.verdict == "reproduced"

@@ -231,13 +231,18 @@ def _table(closer_gap, farther_gap, seeds=5):
     return pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
 
 
+#: what every claim now states: its smallest effect, where that comes from, its source
+_STATED = {"effect": 0.01, "effect_basis": "margin", "source": "not in the paper text here"}
+
+
 def test_precision_gap_claim_is_evaluated_once_across_precisions():
     check = PrecisionGap(closer="bitdgdm_w4a4", farther="rtn_w4a4", variant="digress")
-    claim = Claim("closer", "s", "98.2 vs 99.0", "QM9", "validity", check)
+    claim = Claim("closer", "s", "98.2 vs 99.0", "QM9", "validity", check, **_STATED)
     assert claim.precisions_to_evaluate(["fp32", "rtn_w4a4", "bitdgdm_w4a4"]) == ["bitdgdm_w4a4"]
     good = claim.evaluate(_table(0.01, 0.2), "bitdgdm_w4a4", "paper")
     assert good["verdict"] == "reproduced"
     assert good["measured"]["value"] == pytest.approx(-0.19, abs=0.01)
+    assert good["measured"]["seeds"] == [0, 1, 2, 3, 4]
     assert claim.evaluate(_table(0.2, 0.01), "bitdgdm_w4a4", "paper")["verdict"] == (
         "not_reproduced"
     )
@@ -253,7 +258,7 @@ def test_a_claim_that_names_its_scheme_gets_one_verdict_there():
     from reprolab.core.claims import Threshold
 
     check = Threshold(variant="digress", bound=0.85, higher_is_better=True)
-    claim = Claim("small", "s", "p", "QM9", "validity", check, precision="bitdgdm_w4a4")
+    claim = Claim("small", "s", "p", "QM9", "validity", check, **_STATED, precision="bitdgdm_w4a4")
     assert claim.precisions_to_evaluate(["fp32", "rtn_w4a4", "bitdgdm_w4a4"]) == ["bitdgdm_w4a4"]
     at = claim.evaluate(_table(0.01, 0.2), "bitdgdm_w4a4", "paper")
     # 0.89 - jitter over five seeds: above the 0.85 bound, read at the named scheme only
@@ -265,7 +270,7 @@ def test_a_claim_that_names_its_scheme_gets_one_verdict_there():
     assert gone["verdict"] == "inconclusive"
     assert "bitdgdm_w4a4 were not quantized" in gone["measured"]["summary"]
     # an ordinary claim: a verdict at every precision, the headline one at fp32
-    plain = Claim("plain", "s", "p", "QM9", "validity", check)
+    plain = Claim("plain", "s", "p", "QM9", "validity", check, **_STATED)
     assert plain.precisions_to_evaluate(["fp32", "rtn_w4a4"]) == ["fp32", "rtn_w4a4"]
     assert plain.evaluate(_table(0.01, 0.2), "fp32", "paper")["headline"]
     assert not plain.evaluate(_table(0.01, 0.2), "rtn_w4a4", "paper")["headline"]

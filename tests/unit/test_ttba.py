@@ -231,17 +231,13 @@ def _ratio_table(values, counts=None):
 
 def test_near_target_check_verdicts():
     check = NearTarget("ttba", target=2 / 3, tolerance=0.1, count_metric="k_ratio_n")
-    assert check.evaluate(_ratio_table([0.66, 0.67, 0.68, 0.65]), "k_ratio_median")[0] == (
-        "reproduced"
-    )
-    assert check.evaluate(_ratio_table([0.40, 0.41, 0.42, 0.43]), "k_ratio_median")[0] == (
-        "not_reproduced"
-    )
-    assert check.evaluate(_ratio_table([0.50, 0.60, 0.70, 0.55]), "k_ratio_median")[0] == (
-        "inconclusive"
-    )
+
+    def verdict(values, counts=None):
+        return check.evaluate(_ratio_table(values, counts), "k_ratio_median").verdict
+
+    assert verdict([0.66, 0.67, 0.68, 0.65]) == "reproduced"
+    assert verdict([0.40, 0.41, 0.42, 0.43]) == "not_reproduced"
+    assert verdict([0.50, 0.60, 0.70, 0.55]) == "inconclusive"
     # units with nothing measured are left out: only the three ~0.67 values count
-    verdict, measured = check.evaluate(
-        _ratio_table([0.66, 0.67, 0.68, 0.0], counts=[5, 5, 5, 0]), "k_ratio_median"
-    )
-    assert verdict == "reproduced" and measured["n"] == 3
+    v = check.evaluate(_ratio_table([0.66, 0.67, 0.68, 0.0], counts=[5, 5, 5, 0]), "k_ratio_median")
+    assert v.verdict == "reproduced" and v.measured["n"] == 3

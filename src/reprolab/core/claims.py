@@ -370,6 +370,8 @@ class Verdict:
         when any part is not, else inconclusive. ``iv``: a pooled interval to report."""
         if not parts:
             raise ValueError("all_of needs at least one part")
+        # each part under the evidence rules first (a part from two seeds decides nothing)
+        parts = [apply_evidence_rules(p) for p in parts]
         verdicts = [p.verdict for p in parts]
         if all(v == "reproduced" for v in verdicts):
             verdict = "reproduced"
@@ -378,19 +380,28 @@ class Verdict:
         else:
             verdict = "inconclusive"
         nan = float("nan")
-        ns = [p.measured.get("n") for p in parts if isinstance(p.measured.get("n"), int)]
-        return cls(
-            verdict,
-            {
-                "value": value,
-                "ci_low": iv.low if iv is not None else nan,
-                "ci_high": iv.high if iv is not None else nan,
-                "n": iv.n if iv is not None else (min(ns) if ns else None),
-                "parts": [{"verdict": p.verdict, **_short(p.measured)} for p in parts],
-                "summary": summary,
-                **extra,
-            },
-        )
+        exact = [p.measured.get("test") in ("exact", "exhaustive") for p in parts]
+        # the replicates behind the verdict: those of the parts that are estimates (an
+        # exact part has none to count); every part exact: the whole is exact
+        ns = [
+            p.measured.get("n")
+            for p, e in zip(parts, exact, strict=True)
+            if not e and isinstance(p.measured.get("n"), int)
+        ]
+        measured = {
+            "value": value,
+            "ci_low": iv.low if iv is not None else nan,
+            "ci_high": iv.high if iv is not None else nan,
+            "n": min(ns) if ns else (iv.n if iv is not None else None),
+            "parts": [{"verdict": p.verdict, **_short(p.measured)} for p in parts],
+            "summary": summary,
+            **extra,
+        }
+        if all(exact):
+            measured.update(test="exact", seed_free=True, n=len(parts))
+        else:  # decided by its parts, each already under the rules (n still counts)
+            measured["test"] = "all_of"
+        return cls(verdict, measured)
 
     @classmethod
     def not_tested(cls, summary: str) -> Verdict:
@@ -899,7 +910,7 @@ def apply_evidence_rules(verdict: Verdict, effect: float | None = None) -> Verdi
         reason = "the check reports no replicate count n"
     elif n < MIN_REPLICATES:
         reason = f"n < {MIN_REPLICATES} (n = {n})"
-    elif measured.get("test") in ("sign", "exhaustive", "permutation"):
+    elif measured.get("test") in ("sign", "exhaustive", "permutation", "all_of"):
         # decided by the signs of n replicates, a test's p-value, or an exact count over
         # every unit (a property that must hold on each: one failure fails it)
         pass

@@ -221,7 +221,9 @@ def _evidence_text(c: dict) -> str:
     ev = c.get("evidence") or {}
     m = c["measured"]
     seq = m.get("sequential") or {}
-    look = f"look {seq['look']} ({seq['seeds']} seeds)" if seq else ""
+    seeds = m.get("seeds") or []
+    used = f"seeds {_seed_ranges(seeds)}" if seeds else ""
+    look = f"look {seq['look']} of the plan, {used}" if seq else used
     if not ev:
         return look
     if ev.get("decided_round"):
@@ -238,6 +240,21 @@ def _evidence_text(c: dict) -> str:
         if isinstance(ev.get("needs_minutes"), int | float):
             text += f" (~{ev['needs_minutes']:.0f} more min here)"
     return text
+
+
+def _seed_ranges(seeds: list[int]) -> str:
+    """[0, 1, 2, 5, 6] -> '0-2, 5-6'."""
+    out, run = [], []
+    for s in sorted(seeds):
+        if run and s == run[-1] + 1:
+            run.append(s)
+        else:
+            if run:
+                out.append(run)
+            run = [s]
+    if run:
+        out.append(run)
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in out)
 
 
 def runtime_info(root: Path, slug: str) -> dict:
