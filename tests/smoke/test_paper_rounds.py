@@ -1,0 +1,95 @@
+"""`make paper`'s sequential rounds for real (DVC, the stages, MLflow's SQLite store) on
+a tiny copy of one method: rounds add seeds to undecided claims only, a decided claim
+keeps its seeds, the results say why a claim stayed undecided, a replay of run.json's
+params gives the same verdicts, and the ledger stops a changed definition."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import copy_project
+
+METHOD = "w2s_bregman"
+
+
+@pytest.fixture(scope="module")
+def paper_project(tmp_path_factory) -> Path:
+    root = copy_project(tmp_path_factory.mktemp("paper") / "project", methods=(METHOD,))
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    section = params["methods"][METHOD]
+    section["paper"] = dict(section["smoke"])  # the tiny config, at the paper profile
+    params["seeds"]["paper"] = [0, 1, 2]
+    params["evidence"] = {"smoke": {}, "paper": {"step": 1, "max_seeds": 5, "budget_minutes": 20}}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    (root / "docs" / "results" / "ledger" / f"{METHOD}.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(root / "docs" / "results" / METHOD, ignore_errors=True)
+    subprocess.run(["git", "commit", "-qam", "paper-profile test params"], cwd=root, check=True)
+    return root
+
+
+def _run(root: Path, **kw):
+    from reprolab.paper import PaperRun
+
+    lines: list[str] = []
+    state = PaperRun(root, [METHOD], out=root / "docs" / "results", log=lines.append, **kw).run()
+    return state[METHOD], lines
+
+
+def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project):
+    from reprolab import ledger
+
+    root = paper_project
+    st, lines = _run(root)
+    out = root / "docs" / "results" / METHOD
+    run = json.loads((out / "run.json").read_text())
+    claims = json.loads((out / "claims.json").read_text())
+    heads = {c["id"]: c for c in claims if c["headline"]}
+    # the ledger registered every claim before the first round
+    events = [e["event"] for e in ledger.read(root, METHOD)]
+    assert events[0] == "config" and events.count("registered") == len(heads)
+    # rounds went on while some claim was undecided, each adding one seed (step 1)
+    assert len(run["rounds"]) >= 2
+    seen = [len(r["seeds"]) for r in run["rounds"]]
+    assert seen == sorted(seen) and seen[0] == 3 and seen[-1] <= 5
+    added = run["params"]["paper"]["evidence"]["added"]
+    assert added and all(len(rule["seeds"]) == 1 for rule in added)
+    for cid, c in heads.items():
+        ev, seeds = c["evidence"], c["measured"]["seeds"]
+        if ev["decided_round"]:  # decided: it kept the seeds of the round it was decided in
+            assert c["verdict"] in ("reproduced", "not_reproduced")
+            assert len(seeds) == 3 + ev["decided_round"] - 1
+        elif c["verdict"] == "inconclusive":  # undecided: says why
+            assert ev["why"], cid
+        # a claim reads its own seeds: the first look's and those added for it
+        mine = {s for rule in added if cid in rule["claims"] for s in rule["seeds"]}
+        assert set(seeds) <= {0, 1, 2} | mine
+    # the scoreboard row of the method is its central claim's verdict on file
+    board = (root / "docs" / "results" / "README.md").read_text()
+    central = next(c for c in heads.values() if c["central"])
+    assert f"| {METHOD} | `{central['id']}` | **{central['verdict'].replace('_', ' ')}** |" in board
+    # one dvc repro with run.json's params gives the same verdicts and values
+    _run(root, replay=True)
+    replay = json.loads((out / "replay" / "replay.json").read_text())
+    assert replay == {"verdicts_differ": 0, "differences": [], "max_value_difference": 0.0}
+
+
+def test_a_changed_definition_stops_the_run_before_any_compute(tmp_path):
+    from reprolab.paper import PaperError, PaperRun
+
+    root = copy_project(tmp_path / "project", methods=(METHOD,))
+    (root / "docs" / "results" / "ledger" / f"{METHOD}.jsonl").unlink(missing_ok=True)
+    first = PaperRun(root, [METHOD], out=tmp_path / "out", log=lambda m: None)
+    first.record_ledger(first.check_ledger())  # what a first paper run registers
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["methods"][METHOD]["paper"] = {"steps": 6}  # a paper-profile setting changes
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    work = tmp_path / "work"
+    with pytest.raises(PaperError, match=rf"{METHOD}\.\w+: changed after results"):
+        PaperRun(root, [METHOD], out=tmp_path / "out", work=work, log=lambda m: None).run()
+    assert not work.exists()  # stopped before the copy, let alone any compute
