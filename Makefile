@@ -95,15 +95,17 @@ serve: venv
 # seeds) into docs/results/<slug>/, then the scoreboard docs/results/README.md. The
 # preregistration ledger (docs/results/ledger/) is written first: a claim changed after
 # its results needs AMEND="why". SEEDS=100,101,102 runs a held-out block compared with the
-# pooled run; REPLAY=1 reruns run.json's last round once.
+# pooled run; REPLAY=1 reruns run.json's last round once; LEDGER_ONLY=1 records the
+# ledger entries (AMEND="why") and runs nothing.
 METHODS ?=
 SEEDS ?=
 AMEND ?=
 REPLAY ?=
+LEDGER_ONLY ?=
 paper: venv
 	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1]'; exit 2)
 	bash scripts/system_deps.sh --paper
-	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay)
+	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(LEDGER_ONLY),--ledger-only)
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
 data:

@@ -5,6 +5,7 @@ results into docs/results/ (see ``reprolab.paper`` for what a run does).
     make paper METHODS=ensloss AMEND="why"           # record an amendment in the ledger
     make paper METHODS=ensloss SEEDS=100,101,102     # a held-out block, compared with the pool
     make paper METHODS=ensloss REPLAY=1              # one dvc repro with run.json's seeds
+    make paper METHODS=ensloss AMEND="why" LEDGER_ONLY=1   # record an amendment, run nothing
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", help="a held-out block: comma-separated seeds, one look")
     parser.add_argument("--amend", default="", help="why a claim or its setting changed")
     parser.add_argument("--replay", action="store_true", help="one run with run.json's seeds")
+    parser.add_argument(
+        "--ledger-only",
+        action="store_true",
+        help="record registrations and amendments (with --amend) in the ledger, run nothing",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     parser.add_argument("--work", type=Path, help="where the copy is run (default: temp)")
     args = parser.parse_args(argv)
@@ -43,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             out=args.out,
             work=args.work,
         )
-        run.run()
+        if args.ledger_only:
+            run.record_ledger(run.check_ledger())
+        else:
+            run.run()
     except (PaperError, registry.UnknownMethodError) as exc:
         print(f"paper: error: {exc}", file=sys.stderr)
         return 2
