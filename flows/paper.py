@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
 
 from reprolab.paper import MethodRounds, PaperRun
 from reprolab.paths import project_root
@@ -42,7 +43,13 @@ def _round_markdown(number: int, state: dict[str, MethodRounds]) -> str:
     return "\n".join(lines)
 
 
-@flow(name="paper", flow_run_name="paper-{methods}")
+def _run_name() -> str:
+    params = flow_run.parameters
+    kind = "block" if params.get("seeds") else "replay" if params.get("replay") else "rounds"
+    return f"paper-{'-'.join(params.get('methods') or [])}-{kind}"
+
+
+@flow(name="paper", flow_run_name=_run_name)
 def paper(
     methods: list[str],
     seeds: list[int] | None = None,

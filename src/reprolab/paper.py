@@ -390,6 +390,11 @@ class PaperRun:
                     f"recorded run, largest value difference {same['max_value_difference']:.3g}"
                 )
             if dest.exists():
+                if not block and not self.replay:
+                    # held-out blocks stay (the scoreboard ignores one whose seeds the new
+                    # pool used); a replay of the old run does not
+                    for old in sorted(dest.glob("seeds-*")):
+                        old.rename(tmp / old.name)
                 shutil.rmtree(dest)
             tmp.rename(dest)
             self.log(f"{slug}: results in {dest}")

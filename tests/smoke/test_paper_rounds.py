@@ -1,7 +1,8 @@
-"""`make paper`'s sequential rounds for real (DVC, the stages, MLflow's SQLite store) on
-a tiny copy of one method: rounds add seeds to undecided claims only, a decided claim
-keeps its seeds, the results say why a claim stayed undecided, a replay of run.json's
-params gives the same verdicts, and the ledger stops a changed definition."""
+"""`make paper`'s sequential rounds for real (the Prefect flow `paper` in ephemeral mode,
+DVC, the stages, MLflow's SQLite store) on a tiny copy of one method: rounds add seeds to
+undecided claims only, a decided claim keeps its seeds, the results say why a claim
+stayed undecided, each round is a Prefect artifact, a replay of run.json's params gives
+the same verdicts, and the ledger stops a changed definition."""
 
 from __future__ import annotations
 
@@ -13,9 +14,24 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import copy_project
+from tests.conftest import copy_project, run
 
 METHOD = "w2s_bregman"
+
+pytestmark = pytest.mark.pipeline
+
+# the paper flow in ephemeral Prefect (no server), then what Prefect recorded
+FLOW = """
+import json, sys
+from prefect import get_client
+from flows.paper import paper
+
+state = paper(methods=[sys.argv[2]], root=sys.argv[1], return_state=True)
+result = state.result() if state.is_completed() else None
+with get_client(sync_client=True) as client:
+    keys = sorted({a.key for a in client.read_artifacts() if a.key})
+print("RESULT " + json.dumps({"state": state.type.value, "result": result, "artifacts": keys}))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -45,19 +61,24 @@ def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project):
     from reprolab import ledger
 
     root = paper_project
-    st, lines = _run(root)
+    proc = run(["python", "-c", FLOW, str(root), METHOD], root, timeout=1200)
+    flow = json.loads(proc.stdout.split("RESULT ", 1)[1].splitlines()[0])
+    assert flow["state"] == "COMPLETED"
+    rounds = flow["result"][METHOD]["rounds"]
+    assert set(flow["artifacts"]) >= {*(f"paper-round-{i}" for i in range(1, rounds + 1))}
+    assert "scoreboard" in flow["artifacts"]
     out = root / "docs" / "results" / METHOD
-    run = json.loads((out / "run.json").read_text())
+    info = json.loads((out / "run.json").read_text())
     claims = json.loads((out / "claims.json").read_text())
     heads = {c["id"]: c for c in claims if c["headline"]}
     # the ledger registered every claim before the first round
     events = [e["event"] for e in ledger.read(root, METHOD)]
     assert events[0] == "config" and events.count("registered") == len(heads)
     # rounds went on while some claim was undecided, each adding one seed (step 1)
-    assert len(run["rounds"]) >= 2
-    seen = [len(r["seeds"]) for r in run["rounds"]]
+    assert len(info["rounds"]) == rounds >= 2
+    seen = [len(r["seeds"]) for r in info["rounds"]]
     assert seen == sorted(seen) and seen[0] == 3 and seen[-1] <= 5
-    added = run["params"]["paper"]["evidence"]["added"]
+    added = info["params"]["paper"]["evidence"]["added"]
     assert added and all(len(rule["seeds"]) == 1 for rule in added)
     for cid, c in heads.items():
         ev, seeds = c["evidence"], c["measured"]["seeds"]
