@@ -25,7 +25,9 @@ claim), at its headline precision: the verdict, the replicates it rests on, our 
 against the bound the claim must clear, the smallest effect that matters, and the
 paper's own value. *Rounds* is how many rounds of seeds the sequential rule needed (the
 round a decided claim was decided in); an undecided claim says why and what it would
-need. *Changed after results* lists ledger amendments of the claim. *Held-out* compares
+need. *Changed after results*: whether the ledger records an amendment of the claim (its
+definition or its method's paper-profile config) after the results on file, and how many
+amendments it has had in all. *Held-out* compares
 the verdict of a block of seeds the pooled run did not use (`<method>/seeds-*/`).
 """
 
@@ -47,12 +49,44 @@ def _interval(m: dict) -> str:
     return f"{_fmt(m.get('value'))} [{_fmt(low)}, {_fmt(high)}]"
 
 
-def _bound(m: dict) -> str:
+def _claimed(check) -> str:
+    """'>' or '<': the side of the bound a check's claim is on (results written before
+    verdicts recorded it)."""
+    while hasattr(check, "check"):  # Where, a setting wrapper
+        check = check.check
+    if hasattr(check, "precisions"):  # PrecisionGap: the gap difference is below the bound
+        return "<"
+    hib = getattr(check, "higher_is_better", None)
+    return "" if hib is None else ">" if hib else "<"
+
+
+def _bound_of(check) -> float | None:
+    """The bound a check's interval must clear, from the claim's definition (for results
+    written before verdicts recorded it)."""
+    while hasattr(check, "check"):
+        check = check.check
+    if hasattr(check, "bound"):
+        return float(check.bound)
+    if hasattr(check, "margin") and hasattr(check, "baseline") and check.baseline != "best":
+        return -check.margin if check.higher_is_better else check.margin
+    if hasattr(check, "precisions"):
+        return -check.margin
+    return None
+
+
+def _bound(m: dict, check=None) -> str:
     b = m.get("bound")
+    if check is not None and m.get("test") not in ("sign", "permutation", "exhaustive"):
+        if b is None:
+            b = _bound_of(check)
+            m = {**m, "bound": b}
+        if isinstance(b, int | float) and "claimed" not in m:
+            m = {**m, "claimed": _claimed(check)}
+        b = m.get("bound")
     if isinstance(b, list):
         return f"inside [{b[0]:.3g}, {b[1]:.3g}]"
     if isinstance(b, int | float):
-        return f"{b:+.3g}"
+        return f"{m.get('claimed', '')} {b + 0.0:+.3g}".strip()  # + 0.0: no "-0"
     if m.get("test") == "sign":
         return "sign test over tasks"
     if m.get("test") == "permutation":
@@ -125,14 +159,19 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
         else:
             rounds = f"{ev.get('rounds', 1)} round(s)"
         amended = ledger.amendments(root, slug).get(central.id, [])
-        changed = "no"
-        if amended:
-            last = amended[-1]
+        # amendments after these results: the result on file is not of the definition
+        # the code now states; earlier ones are history (the result is of the amended one)
+        after = [a for a in amended if a["date"] > run.get("date", "")]
+        if after:
+            last = after[-1]
             changed = (
-                f"{len(amended)} amendment(s), last {last['date'][:10]} "
-                f"({', '.join(sorted(last.get('changed', {})))}); see "
-                f"[ledger](ledger/{slug}.jsonl)"
+                f"**yes**: {len(after)} amendment(s) since these results, last "
+                f"{last['date'][:10]} ({', '.join(sorted(last.get('changed', {})))})"
             )
+        else:
+            changed = "no"
+        if amended:
+            changed += f"; {len(amended)} in all ([ledger](ledger/{slug}.jsonl))"
         seeds = m.get("seeds") or run.get("seeds", [])
         out.append(
             {
@@ -140,7 +179,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 "verdict": head["verdict"],
                 "n": m.get("n", ""),
                 "interval": _interval(m),
-                "bound": _bound(m),
+                "bound": _bound(m, central.check),
                 "effect": head.get("effect", central.effect),
                 "seeds": f"{len(seeds)} ({seeds[0]}-{seeds[-1]})" if seeds else "none",
                 "compute": f"{run.get('compute_minutes', float('nan')):.0f} min"

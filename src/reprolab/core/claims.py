@@ -185,6 +185,7 @@ class Verdict:
                 "sd": iv.sd,
                 "seed_free": seed_free,
                 "bound": bound,
+                "claimed": ">" if higher_is_better else "<",
                 "summary": summary,
                 **extra,
             },
@@ -235,6 +236,7 @@ class Verdict:
                 "seed_free": True,
                 "test": "exact",
                 "bound": bound,
+                "claimed": ">" if higher_is_better else "<",
                 "summary": f"{what}: {len(values)} exact value(s), range "
                 f"[{values.min():.4g}, {values.max():.4g}] (deterministic: every seed agrees)",
                 **extra,

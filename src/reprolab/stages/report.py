@@ -174,11 +174,13 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
                     bool(c.get("central", False)),
                     c.get("paper_source", ""),
                     _evidence_text(c),
-                    amended.get(c["id"], ""),
+                    amended.get(c["id"], ("", ""))[0],
                     m.get("check_verdict", ""),
                     m.get("rule", ""),
                     " ".join(m.get("flags", [])),
-                    m.get("summary", ""),
+                    " ".join(
+                        filter(None, [m.get("summary", ""), amended.get(c["id"], ("", ""))[1]])
+                    ),
                     bool(c.get("headline", c["precision"] == "fp32")),
                     m.get("per_task", []),
                     ids.get("mlflow_run_id", ""),
@@ -192,9 +194,10 @@ def collect(root: Path, slugs: list[str]) -> tuple[list[list], dict[str, list[Pa
     return rows, figures
 
 
-def _amendments(root: Path, slug: str) -> dict[str, str]:
-    """Per claim, 'changed after results' with the dates and the old and new values, from
-    the preregistration ledger (docs/results/ledger/)."""
+def _amendments(root: Path, slug: str) -> dict[str, tuple[str, str]]:
+    """Per claim, from the preregistration ledger (docs/results/ledger/): a short mark
+    ('amended 3 times after its first results, last 2026-12-05: effect, config') and the
+    full record (each amendment's date, reason, old and new values) for the details."""
     from reprolab import ledger
 
     out = {}
@@ -205,8 +208,13 @@ def _amendments(root: Path, slug: str) -> dict[str, str]:
                 f"{k}: {_short(v.get('old'))} -> {_short(v.get('new'))}"
                 for k, v in sorted((e.get("changed") or {}).items())
             )
-            parts.append(f"{e['date'][:10]} ({e.get('reason', '')}): {fields}")
-        out[claim] = "changed after results: " + " | ".join(parts)
+            parts.append(f"{e['date'][:10]} ({_short(e.get('reason', ''), 160)}): {fields}")
+        last = entries[-1]
+        mark = (
+            f"changed after results: {len(entries)} amendment(s) in the ledger, last "
+            f"{last['date'][:10]} ({', '.join(sorted(last.get('changed') or {}))})"
+        )
+        out[claim] = (mark, "Ledger amendments: " + " | ".join(parts))
     return out
 
 
