@@ -904,6 +904,8 @@ def apply_evidence_rules(verdict: Verdict, effect: float | None = None) -> Verdi
     seed_free = bool(measured.get("seed_free", False))
     bounded = _finite(low) and _finite(high)
     measured["detectable"] = (high - low) / 2 if bounded else math.inf
+    if _finite(measured.get("critical_rho")):  # a fixed-n test: the effect it can declare
+        measured["detectable"] = measured["critical_rho"]
     flags: list[str] = []
     reason = ""
     if (seed_free and n in (None, 1)) or measured.get("test") == "exact":

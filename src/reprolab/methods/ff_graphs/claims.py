@@ -213,7 +213,10 @@ class Correlation:
     resamples: int = 300
     #: its replicates are (task, family) points, set by the config: more seeds only
     #: average each point more, so the sequential rounds leave it at the first look
-    fixed_n = "a correlation over a fixed set of (task, family) points"
+    fixed_n = (
+        "a correlation over a fixed set of (task, family) points, run at the n the config "
+        "sets; its detectable effect is the smallest |rho| its test declares at that n"
+    )
 
     def variants(self) -> tuple[str, ...]:
         return ()
@@ -237,6 +240,11 @@ class Correlation:
             random_state=0,
         )
         p = float(test.pvalue)
+        # the power calculation of a fixed-n test: the smallest |rho| its permutation test
+        # declares at the level, from the null distribution alone (it depends on n and the
+        # ties, not on the observed pairing)
+        null = np.abs(np.asarray(test.null_distribution))
+        critical = float(np.quantile(null, 1 - level.alpha))
         rng = np.random.default_rng(0)
         groups = [g[self.accuracy].to_numpy() for _, g in units.groupby(level=["task", "variant"])]
         boot = []
@@ -256,6 +264,7 @@ class Correlation:
             ),
             ci=(lo, hi),
             n=len(means),
+            critical_rho=critical,
         )
 
 
