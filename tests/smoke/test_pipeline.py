@@ -202,6 +202,24 @@ def test_editing_one_method_source_reruns_only_that_method(reproduced, tmp_path)
     assert "Running stage" not in proc.stdout, proc.stdout
 
 
+def test_a_claims_edit_reruns_evaluate_not_training(reproduced, tmp_path):
+    """Judging code is not training code (``reprolab.core.fingerprint``): a method's
+    claims.py edit reruns that method's evaluate (and the report), no prepare, train or
+    quantize; an edit of the core's claims engine reruns every evaluate, no training."""
+    project = tmp_path / "project"
+    shutil.copytree(reproduced, project, symlinks=True)
+    claims = project / "src/reprolab/methods/dp_noise/claims.py"
+    claims.write_text(claims.read_text() + "\nEDITED = True\n")
+    proc = run(["dvc", "repro"], project)
+    ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
+    assert ran - {"report"} == {"validate", "evaluate@dp_noise"}, proc.stdout
+    engine = project / "src/reprolab/core/claims.py"
+    engine.write_text(engine.read_text() + "\nEDITED = True\n")
+    proc = run(["dvc", "repro"], project)
+    ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
+    assert ran - {"report"} == {"validate", "evaluate@dp_noise", "evaluate@ensloss"}, proc.stdout
+
+
 def test_push_pull_round_trip(reproduced, tmp_path):
     """EnsLoss's chain to a folder remote and back, byte for byte (every method's outputs
     go the same way through the DVC cache)."""

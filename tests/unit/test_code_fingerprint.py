@@ -107,23 +107,120 @@ def test_dvc_yaml_validate_covers_what_the_fingerprints_hash():
         assert rel in vdeps, rel
     for name in ("prepare", "train", "quantize", "evaluate"):
         deps = stages[name]["do"]["deps"]
-        assert "data/config/${key}.code.json" in deps, name
+        code = "evaluate.code.json" if name == "evaluate" else "code.json"
+        assert f"data/config/${{key}}.{code}" in deps, name
         assert f"src/reprolab/stages/{name}.py" in deps, name
 
 
-def test_train_resume_digest_ignores_comments_and_follows_code(tmp_path):
+def test_train_resume_digest_ignores_comments_and_follows_code(tmp_path, monkeypatch):
+    """Train's resume and unit-reuse digest is the method's build code as the running
+    package has it: a comment edit keeps it, a code edit changes it."""
+    from reprolab.core import fingerprint
     from reprolab.stages._common import code_digest
 
-    folder = tmp_path / "m"
-    shutil.copytree(
-        ROOT / "src/reprolab/methods/dp_noise", folder, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    before = code_digest(folder)
-    path = folder / "method.py"
+    root = _tree(tmp_path)
+    monkeypatch.setattr(fingerprint, "package_root", lambda: root)
+    before = code_digest("dp_noise", "build")
+    path = root / "src/reprolab/methods/dp_noise/method.py"
     text = path.read_text()
     future = "from __future__ import annotations\n"
     assert future in text
     path.write_text("# a new comment line\n" + text.replace(future, future[:-1] + "  # note\n"))
-    assert code_digest(folder) == before
+    assert code_digest("dp_noise", "build") == before
+    claims = root / "src/reprolab/methods/dp_noise/claims.py"
+    claims.write_text(claims.read_text() + "\nEXTRA = 1\n")  # judging code: not trained on
+    assert code_digest("dp_noise", "build") == before
     path.write_text(text + "\nEXTRA = 1\n")
-    assert code_digest(folder) != before
+    assert code_digest("dp_noise", "build") != before
+
+
+def test_judging_code_is_in_the_evaluate_set_only(tmp_path):
+    """A claims or plots edit, or one of the core's claims engine, changes the evaluate
+    fingerprint and not the build one (prepare, train, quantize): it retrains nothing."""
+    root = _tree(tmp_path)
+
+    def both(slug):
+        return tuple(
+            validate.code_fingerprint(root, slug, w)["digest"] for w in ("build", "evaluate")
+        )
+
+    build = validate.code_fingerprint(root, "ensloss", "build")["files"]
+    full = validate.code_fingerprint(root, "ensloss", "evaluate")["files"]
+    assert "src/reprolab/methods/ensloss/claims.py" in full
+    assert "src/reprolab/methods/ensloss/claims.py" not in build
+    assert (
+        "src/reprolab/core/claims.py" not in build and "src/reprolab/core/sandbox.py" not in build
+    )
+    assert set(build) < set(full)
+    before = {s: both(s) for s in ("ensloss", "dp_noise")}
+    claims = root / "src/reprolab/methods/ensloss/claims.py"
+    claims.write_text(claims.read_text() + "\nEXTRA = 1\n")
+    after = {s: both(s) for s in ("ensloss", "dp_noise")}
+    assert after["ensloss"][0] == before["ensloss"][0]  # build: unchanged
+    assert after["ensloss"][1] != before["ensloss"][1]  # evaluate: changed
+    assert after["dp_noise"] == before["dp_noise"]
+    engine = root / "src/reprolab/core/claims.py"
+    engine.write_text(engine.read_text() + "\nEXTRA = 1\n")
+    again = {s: both(s) for s in ("ensloss", "dp_noise")}
+    for s in ("ensloss", "dp_noise"):
+        assert again[s][0] == after[s][0] and again[s][1] != after[s][1]
+
+
+JUDGING = {
+    "reprolab.core.claims",
+    "reprolab.core.plots",
+    "reprolab.core.sequential",
+    "reprolab.core.stats",
+}
+
+
+#: hooks that only evaluation calls: they may import judging code (the figures)
+EVALUATION_HOOKS = ("plots", "runtime_plots")
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports inside functions too),
+    except inside the evaluation-only hooks."""
+    tree = ast.parse(path.read_text())
+    skipped = {
+        id(n)
+        for f in ast.walk(tree)
+        if isinstance(f, ast.FunctionDef) and f.name in EVALUATION_HOOKS
+        for n in ast.walk(f)
+    }
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def test_build_code_never_imports_judging_code():
+    """What the build fingerprint leaves out, build code must not run: no module of a
+    method but its claims, plots and spec (whose claims are data) imports the method's
+    claims or plots, nor the core's claims engine, statistics or plots (outside the
+    evaluation-only hooks, which draw the figures); no core module in the build set
+    imports them either."""
+    from reprolab.core.fingerprint import JUDGE_CORE, JUDGE_METHOD
+
+    methods = ROOT / "src/reprolab/methods"
+    offenders = []
+    for folder in sorted(p for p in methods.iterdir() if (p / "__init__.py").is_file()):
+        judging = {f"reprolab.methods.{folder.name}.{m[:-3]}" for m in JUDGE_METHOD} | JUDGING
+        for path in sorted(folder.rglob("*.py")):
+            if path.name in (*JUDGE_METHOD, "__init__.py"):
+                continue
+            bad = _imports(path) & judging
+            if bad:
+                offenders.append(f"{path.relative_to(ROOT)}: {sorted(bad)}")
+    for path in sorted((ROOT / "src/reprolab/core").glob("*.py")):
+        if path.name not in JUDGE_CORE:
+            bad = _imports(path) & JUDGING
+            if bad:
+                offenders.append(f"{path.relative_to(ROOT)}: {sorted(bad)}")
+    assert not offenders, "build code imports judging code:\n" + "\n".join(offenders)

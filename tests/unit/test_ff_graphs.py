@@ -154,7 +154,7 @@ def _family_table(with_seeded: bool) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     rows = []
     for n in (16, 32, 64, 128):
-        task = claims.metric_task(n)
+        task = graphs.metric_task(n)
         for fam, mixing, fidelity in (
             ("line", float(n), 0.5),
             ("full", math.log2(n), 1.0 / n),

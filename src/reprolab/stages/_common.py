@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -243,16 +242,10 @@ class _LazyHistories(Mapping):
         return len(self._units)
 
 
-def code_digest(*folders: Path) -> str:
-    """Hash of the Python sources a stage's results depend on (for resume safety), as
-    :func:`reprolab.stages.validate.code_text` sees them: a comment edit keeps it."""
-    from reprolab.stages.validate import code_text
+def code_digest(slug: str, which: str, *extra: str) -> str:
+    """Digest of the code ``slug``'s stages of set ``which`` run (``build`` or
+    ``evaluate``, see :mod:`reprolab.core.fingerprint`) plus the ``extra`` files (paths
+    under the project), as the running package has it: a comment edit keeps it."""
+    from reprolab.core.fingerprint import fingerprint, package_root
 
-    digest = hashlib.sha256()
-    for folder in folders:
-        files = [folder] if folder.is_file() else sorted(folder.rglob("*.py"))
-        for path in files:
-            rel = path.name if folder.is_file() else path.relative_to(folder).as_posix()
-            digest.update(rel.encode())
-            digest.update(code_text(path.read_bytes()))
-    return digest.hexdigest()
+    return fingerprint(package_root(), slug, which, extra)["digest"]

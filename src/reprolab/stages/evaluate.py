@@ -262,8 +262,8 @@ class UnitMemo:
     The key covers everything a unit's metrics depend on: its trained object (the
     training fingerprint of its source unit), the checksums of its checkpoint and
     quantized files, the config without the keys that only choose which units run or
-    how they are judged, the schemes, and the code of the method, the core and this
-    stage."""
+    how they are judged, the schemes, and the code that computes metrics (the method's
+    build code, the sandbox and this stage; not the claims and plots)."""
 
     SKIP = ("evidence", "variants")
 
@@ -279,14 +279,20 @@ class UnitMemo:
         self._train = (io.read_json(listing) if listing.is_file() else {}).get(
             "unit_fingerprints"
         ) or {}
-        src = Path(__file__).resolve().parents[1]
         cfg = {k: v for k, v in ctx.cfg.model_dump(mode="json").items() if k not in self.SKIP}
         blob = json.dumps(
             {
                 "cfg": cfg,
                 "schemes": schemes,
                 "precisions": list(ctx.spec.precisions),
-                "code": code_digest(src / "methods" / ctx.slug, src / "core", Path(__file__)),
+                # what computes a unit's metrics: its build code, the sandbox and this
+                # stage, not the claims or plots (their edit reuses every unit's metrics)
+                "code": code_digest(
+                    ctx.slug,
+                    "build",
+                    "src/reprolab/core/sandbox.py",
+                    "src/reprolab/stages/evaluate.py",
+                ),
             },
             sort_keys=True,
         )

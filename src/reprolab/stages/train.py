@@ -232,17 +232,15 @@ def _check_resume(resume: Path, label: str) -> None:
 #: config keys that only choose which units run (or how they are judged, quantized):
 #: a unit trains the same whatever they say
 SELECTION_KEYS = ("evidence", "variants", "quantization")
+#: this stage's own module, hashed with the method's build code
+TRAIN_CODE = "src/reprolab/stages/train.py"
 _SEED_ARRAY = re.compile(r"^s(\d+)_")
 
 
 def unit_fingerprints(ctx, data: PreparedData, units: list[Unit]) -> dict[Unit, str]:
     """Per unit: the hash of what its training can depend on (see the module doc)."""
-    src = Path(__file__).resolve().parents[1]
     cfg = {k: v for k, v in ctx.cfg.model_dump(mode="json").items() if k not in SELECTION_KEYS}
-    common = {
-        "cfg": cfg,
-        "code": code_digest(src / "methods" / ctx.slug, src / "core", Path(__file__)),
-    }
+    common = {"cfg": cfg, "code": code_digest(ctx.slug, "build", TRAIN_CODE)}
     arrays: dict[str, dict[str, str]] = {}
     out = {}
     for unit in units:
@@ -284,13 +282,12 @@ def _reuse(ctx, unit: Unit, done_dir: Path) -> None:
 
 
 def _fingerprint(ctx, data: PreparedData) -> str:
-    src = Path(__file__).resolve().parents[1]
     blob = json.dumps(
         {
             "cfg": ctx.cfg.model_dump(mode="json"),
             "seeds": list(ctx.seeds),
             "data": {k: v["sha256"] for k, v in data.manifest["files"].items()},
-            "code": code_digest(src / "methods" / ctx.slug, src / "core", Path(__file__)),
+            "code": code_digest(ctx.slug, "build", TRAIN_CODE),
         },
         sort_keys=True,
     )

@@ -14,17 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.core.claims import FIXED, Claim, Level, Verdict, paired
-
-METRIC_PREFIX = "graph_n"
-
-
-def metric_task(n: int) -> str:
-    """The task of the metric units of size n (unit ids carry the task, not params)."""
-    return f"{METRIC_PREFIX}{n:04d}"
-
-
-def is_metric_task(task) -> bool:
-    return str(task).startswith(METRIC_PREFIX)
+from reprolab.methods.ff_graphs.graphs import is_metric_task
 
 
 def family_curve(table: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -263,3 +263,15 @@ def search(n: int, k: int, trials: int, seed: int, eps: float = 0.5) -> list[flo
         if s > best_score:
             best, best_score = cand, s
     return [round(f, 6) for f in best]
+
+
+METRIC_PREFIX = "graph_n"
+
+
+def metric_task(n: int) -> str:
+    """The task of the metric units of size n (unit ids carry the task, not params)."""
+    return f"{METRIC_PREFIX}{n:04d}"
+
+
+def is_metric_task(task) -> bool:
+    return str(task).startswith(METRIC_PREFIX)

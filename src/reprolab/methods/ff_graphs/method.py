@@ -18,8 +18,8 @@ import numpy as np
 
 from reprolab.contract import TrainedUnit, Unit
 from reprolab.methods.ff_graphs import graphs
-from reprolab.methods.ff_graphs.claims import is_metric_task, metric_task
 from reprolab.methods.ff_graphs.config import FFGraphsConfig
+from reprolab.methods.ff_graphs.graphs import is_metric_task, metric_task
 
 if TYPE_CHECKING:
     import pandas as pd
