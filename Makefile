@@ -18,7 +18,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 unexport PYTHONDONTWRITEBYTECODE
 # What `make venv` imports once so that its bytecode is written: the stage worker's
 # preload, the test tools, and the modules every `dvc repro` imports lazily.
-export WARM_IMPORTS := from reprolab import worker; worker.preload(); import dvc.cli, dvc.repo, dvc.daemon, dvc.info, dulwich.porcelain, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
+export WARM_IMPORTS := from reprolab.ops import worker; worker.preload(); import dvc.cli, dvc.repo, dvc.daemon, dvc.info, dulwich.porcelain, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
 .PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper mlflow-server
 
@@ -34,7 +34,7 @@ $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 	$(BIN)/python -c "$$WARM_IMPORTS"
 	touch $(STAMP)
 
-# The preloaded stage worker (src/reprolab/worker.py) imports torch, Lightning, MLflow ...
+# The preloaded stage worker (src/reprolab/ops/worker.py) imports torch, Lightning, MLflow ...
 # once, so each stage process DVC starts skips ~2-6 s of imports; it is stopped when
 # dvc repro ends, whatever the outcome (and exits by itself after 10 idle minutes).
 run: venv
@@ -76,7 +76,7 @@ ui: venv
 	set -a; source mlflow.env; set +a; \
 	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000}
 
-# MLflow tracking server on PostgreSQL (loopback; src/reprolab/mlflow_server.py). Point
+# MLflow tracking server on PostgreSQL (loopback; src/reprolab/ops/mlflow_server.py). Point
 # mlflow.env at it: MLFLOW_TRACKING_URI=http://127.0.0.1:5001
 mlflow-server: venv
 	$(BIN)/python -m reprolab mlflow-server --port $${REPROLAB_MLFLOW_PORT:-5001} --pg-port $${REPROLAB_PG_PORT:-5433}

@@ -134,7 +134,7 @@ def main() -> None:
 
     from distributed import LocalCluster
 
-    from reprolab import executor
+    from reprolab.ops import executor
     from tests.conftest import TINY_ENSLOSS, copy_project, tool_env
 
     cfg = {**TINY_ENSLOSS, "n_pairs": args.pairs, "epochs": args.epochs, "max_rows": 600}

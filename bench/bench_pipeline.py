@@ -24,7 +24,7 @@ What is measured, and how
    its last atexit handler), reported as ``dvc_and_teardown``.
    Target: overhead <= 25% of the wall time.
    The same run is then repeated on a second fresh copy **with the preloaded stage
-   worker** (``reprolab.worker``, started first as ``make run`` does; its start-up is
+   worker** (``reprolab.ops.worker``, started first as ``make run`` does; its start-up is
    reported apart, once per run): the probe then records the thin client DVC starts
    and the stage process forked from the worker, paired by argv and time. The
    **fixed cost per stage process** (its life minus its compute) is reported for

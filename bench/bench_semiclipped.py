@@ -38,7 +38,7 @@ def main() -> None:
     from torch.utils.data import DataLoader
 
     from reprolab.core.training import HistoryModule, fit
-    from reprolab.methods.semiclipped import method
+    from reprolab.methods.semiclipped import method, pairs
     from reprolab.methods.semiclipped.config import SemiClippedConfig
 
     torch.set_num_threads(args.threads)
@@ -47,10 +47,7 @@ def main() -> None:
     data = tasks["sim0"]
     rng = np.random.default_rng(0)
     epochs = [
-        [
-            (torch.from_numpy(x), torch.from_numpy(y))
-            for x, y in method.batches(data, cfg, rng, None)
-        ]
+        [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in pairs.batches(data, cfg, rng, None)]
         for _ in range(args.epochs + 1)
     ]
     n_steps = sum(len(e) for e in epochs[1:])

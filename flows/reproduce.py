@@ -12,7 +12,7 @@
   every method's stages as tasks on the cluster, each after the one before it.
 
 DVC allows one writer per repository: every stage task waits for DVC's repository lock
-for its `dvc status` and `dvc commit` (``reprolab.dvcstate``), so stages of different
+for its `dvc status` and `dvc commit` (``reprolab.ops.dvcstate``), so stages of different
 methods compute at the same time and are recorded in dvc.lock one at a time; each
 stage's deps are the outputs of the stages before it in its own chain, which are final
 when it starts, so what `dvc commit` records is exactly what it computed from.
@@ -29,9 +29,10 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
-from reprolab import config, dvcstate, registry
-from reprolab import executor as unit_executor
+from reprolab import config, registry
 from reprolab.core import tracking
+from reprolab.ops import dvcstate
+from reprolab.ops import executor as unit_executor
 from reprolab.paths import project_root
 from tasks.stages import environ, publish_claims, stage_task
 

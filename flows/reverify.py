@@ -4,7 +4,7 @@
 a scratch folder at ``profile`` (the workspace, its data/ and dvc.lock are untouched),
 runs ``reproduce_all`` there (one Prefect task per DVC stage, MLflow runs in the
 project's own store), and compares the report's verdicts with the last completed
-re-verification at that profile (:mod:`reprolab.reverify`). Every run is recorded in the
+re-verification at that profile (:mod:`reprolab.ops.reverify`). Every run is recorded in the
 MLflow experiment ``reverify`` (claims table, changes, the tag
 ``reprolab.verdicts_changed``); the changes are published as the Prefect artifact
 ``verdict-changes``; any change marks the flow run failed, so the dashboard and a
@@ -27,9 +27,10 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
 from flows.reproduce import _environ, _root, reproduce_all
-from reprolab import config, scratch
-from reprolab import reverify as rv
+from reprolab import config
 from reprolab.core import tracking
+from reprolab.ops import reverify as rv
+from reprolab.ops import scratch
 from reprolab.paths import reports_dir
 
 PROFILES = ("smoke", "paper")

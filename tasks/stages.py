@@ -28,7 +28,7 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from reprolab import dvcstate
+from reprolab.ops import dvcstate
 from reprolab.paths import reports_dir
 from reprolab.stages import run_stage
 

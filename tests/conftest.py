@@ -25,7 +25,7 @@ TINY_ENSLOSS = {
 }
 
 
-# One preloaded stage worker (src/reprolab/worker.py) per pytest process, shared by every
+# One preloaded stage worker (src/reprolab/ops/worker.py) per pytest process, shared by every
 # project copy through REPROLAB_WORKER_SOCKET: the copies' stage processes then skip
 # ~3 s of imports each (a two-method tiny `dvc repro` takes 42 s instead of 75 s). It is
 # started on first use and stopped when the session ends. Tests of the in-process path
@@ -181,7 +181,7 @@ def copy_project(
     git repo with one commit, params.yaml cut down to ``methods`` (default: EnsLoss
     only) at their tiny test configs (see ``tiny_params``): dvc.yaml's ``foreach`` then
     has stages for those methods only."""
-    from reprolab.scratch import copy_project as copy
+    from reprolab.ops.scratch import copy_project as copy
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     copy(ROOT, dest, tiny_params(params, methods, ensloss), link_raw=False)
@@ -200,7 +200,7 @@ BUILT_BY = Path(".reprolab") / "test-built-by"
 
 def _worker_requests() -> int:
     """Requests the shared stage worker has served so far (0 without one)."""
-    from reprolab import worker
+    from reprolab.ops import worker
 
     sock = shared_worker_socket()
     reply = worker._request(sock, {"op": "ping"}) if sock else None

@@ -30,7 +30,7 @@ never counted twice. At exit one JSON line per process is appended to the probe 
 Nothing in ``src/`` is changed: functions are wrapped in this process only, as their
 modules finish loading. The wrappers cost two ``perf_counter`` calls per call.
 
-With the preloaded worker (``reprolab.worker``), the ``python -m reprolab`` process DVC
+With the preloaded worker (``reprolab.ops.worker``), the ``python -m reprolab`` process DVC
 starts is a thin client and the stage runs in a process forked from the worker. The
 client is probed as above (``role: client``; its time is interpreter, the client's
 imports and glue: waiting for the stage). The worker process itself is not probed, but

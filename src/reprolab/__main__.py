@@ -1,26 +1,32 @@
-"""``python -m reprolab <command> ...``: what every DVC stage runs.
+"""``python -m reprolab <command> ...``: what every DVC stage runs, and the one router
+of the operations commands that must not load the rest of reprolab.
 
-Kept cheap to import: before anything heavy, ``reprolab.worker.delegate`` (stdlib only)
-hands the command to the project's preloaded worker if one is running (see
-``reprolab.worker``); otherwise the command runs here, in-process, exactly as without a
-worker. ``worker start|stop|status`` goes straight to the worker module, so the worker
-process never loads the rest of reprolab.
+Two kinds of commands, routed in one place each:
+
+- the **operations commands** (``reprolab.ops.COMMANDS``: ``worker
+  start|stop|status|serve`` and ``mlflow-server``) are routed here first, before
+  anything else of reprolab is imported: the stage worker's server must stay free of
+  the stages, core and methods (each stage forked from it imports them afresh), and the
+  MLflow server needs none of them;
+- every other command is a **stage command** (the stages, ``asset``, ``report``,
+  ``check``, ``list``, ``scoreboard``), routed by :func:`reprolab.cli.main`. Before
+  importing anything heavy, :func:`reprolab.ops.worker.delegate` (stdlib only) hands it
+  to the project's preloaded worker if one is running (see :mod:`reprolab.ops.worker`),
+  whose stage process calls the same ``cli.main``; otherwise it runs here, in-process,
+  exactly as without a worker.
 """
 
 import os
 import sys
 
+from reprolab.ops import run_command
+
 
 def _run(argv: list[str]) -> int:
-    if argv[:1] == ["worker"]:
-        from reprolab.worker import command
-
-        return command(argv[1:])
-    if argv[:1] == ["mlflow-server"]:  # a long-running server, never a stage
-        from reprolab.mlflow_server import main as serve
-
-        return serve(argv[1:])
-    from reprolab.worker import delegate
+    code = run_command(argv)  # worker, mlflow-server: nothing else of reprolab loads
+    if code is not None:
+        return code
+    from reprolab.ops.worker import delegate
 
     code = delegate(argv)
     if code is not None:

@@ -1,4 +1,10 @@
-"""Command line: ``python -m reprolab <stage> [slug]`` (what dvc.yaml runs)."""
+"""Command line: ``python -m reprolab <stage> [slug]`` (what dvc.yaml runs).
+
+The router of the stage commands. ``reprolab.__main__`` routes the operations commands
+(``reprolab.ops.COMMANDS``: ``worker``, ``mlflow-server``) before this module is
+imported; they are listed here too, as aliases forwarding to the same function, for
+entry points that call :func:`main` directly (the ``reprolab`` console script). The
+stage worker's stage process calls :func:`main` as ``python -m reprolab`` would."""
 
 from __future__ import annotations
 
@@ -6,11 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from reprolab import ops
 from reprolab.paths import STAGES
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="reprolab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="reprolab", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for stage in STAGES:
         p = sub.add_parser(stage, help=f"run the {stage} stage of one method")
@@ -28,21 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list registered methods")
     p = sub.add_parser("scoreboard", help="write docs/results/README.md from committed results")
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
-    p = sub.add_parser("worker", help="start/stop/status of the preloaded stage worker")
-    p.add_argument("worker_args", nargs=argparse.REMAINDER, help="start|stop|status [--idle S]")
-    p = sub.add_parser("mlflow-server", help="MLflow tracking server on PostgreSQL (loopback)")
-    p.add_argument("server_args", nargs=argparse.REMAINDER, help="[--port 5001] [--pg-port 5433]")
+    for name, (_, _, text) in ops.COMMANDS.items():
+        # an alias of `python -m reprolab <name>` (routed by reprolab.__main__ before this
+        # module loads): every argument, --help included, goes to the command itself
+        p = sub.add_parser(name, help=text, add_help=False, prefix_chars="\0")
+        p.add_argument("args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    if args.command == "mlflow-server":
-        from reprolab.mlflow_server import main as serve
-
-        return serve(args.server_args)
-    if args.command == "worker":
-        # `python -m reprolab worker ...` gets here only when cli.main is called directly;
-        # __main__ routes it to reprolab.worker without importing this module.
-        from reprolab.worker import command
-
-        return command(args.worker_args)
+    if args.command in ops.COMMANDS:
+        return ops.run_command([args.command, *args.args])
 
     from reprolab import config, registry
     from reprolab.core.io import CorruptDataError

@@ -1,4 +1,4 @@
-"""The method contract (v2): what a folder under ``reprolab/methods/`` must provide.
+"""The method contract (v3): what a folder under ``reprolab/methods/`` must provide.
 
 A method package's ``__init__.py`` exposes ``SPEC``, a :class:`MethodSpec`. It must be
 cheap to import (no torch, no data): the registry imports it to validate params and
@@ -15,8 +15,8 @@ only say with workarounds inside a method:
   pretrained model converted to a local folder). Declared once under
   ``reprolab/assets/<name>.py``, built by its own DVC stage ``assets@<name>`` into
   ``data/assets/<name>/``, listed by the methods that read it (``MethodSpec.assets``);
-  the ``prepare`` hook receives its verified folder, the other hooks call
-  :func:`asset_folder`. A stage never rebuilds an asset.
+  every hook gets its verified folder from the :class:`Run` (``run.asset(name)``). A
+  stage never rebuilds an asset.
 - **evaluation-only variant**: ``Variant(..., reuses="victim")`` evaluates the trained
   object of another variant (an attack on a victim, a decoder on one model, a fusion).
   Training runs once, for the reused variant; evaluation runs every variant.
@@ -35,9 +35,14 @@ Worked example (ttba: one victim CNN per (task, seed), attacked by three attacks
         Variant("ttba", "TtBA attack", is_method=True, reuses="victim"),
         Variant("hsja", "HopSkipJump (ART)", reuses="victim"),
     )
-    # hooks.units() yields Unit(task, "victim", s) and Unit(task, "ttba", s), ...;
-    # train@ttba trains only the victim units; evaluate@ttba restores the victim of
-    # (task, s) and calls evaluate_unit(victim_model, Unit(task, "ttba", s), ...).
+    # hooks.units(run, tasks) yields Unit(task, "victim", s) and Unit(task, "ttba", s),
+    # ...; train@ttba trains only the victim units; evaluate@ttba restores the victim of
+    # (task, s) and calls evaluate_unit(run, victim_model, Unit(task, "ttba", s), ...).
+
+Every hook takes a :class:`Run` first (v3): the method's spec, resolved config, seeds,
+verified asset folders, project root and profile, built by the stage. Nothing about the
+running stage lives in a module global, so neither the core nor the contract imports a
+stage.
 """
 
 from __future__ import annotations
@@ -143,19 +148,6 @@ class EvidenceConfig(StrictConfig):
             if claim in rule.claims:
                 out += [s for s in rule.seeds if s not in out]
         return sorted(out)
-
-    def plan(self, profile_seeds: Sequence[int]):
-        """The sequential plan (:class:`reprolab.core.sequential.Plan`)."""
-        from reprolab.core.sequential import Plan
-
-        first = len(self.base_seeds(profile_seeds))
-        return Plan(
-            first=first,
-            step=self.step,
-            max_seeds=max(self.max_seeds or first, first),
-            alpha=self.alpha,
-            spending=self.spending,
-        )
 
 
 class MethodConfig(StrictConfig):
@@ -276,47 +268,6 @@ class Quantization:
     @property
     def applies(self) -> bool:
         return bool(self.schemes)
-
-
-#: set by each per-method stage before it calls a hook: (method spec, project root)
-_STAGE: dict[str, Any] = {}
-
-
-def asset_folder(name: str) -> Path:
-    """The verified folder of asset ``name`` for the method whose stage is running: how
-    ``train_unit``, ``restore`` and ``evaluate_unit`` read a shared object such as a
-    pretrained model (``prepare`` gets the folders as an argument). The asset must be
-    listed in ``MethodSpec.assets``; its files are checked against the manifest once per
-    process, and a missing or corrupt asset is named with the command that rebuilds it.
-    Stages depend on it through the prepared data, whose manifest hashes the asset's."""
-    spec, root = _STAGE.get("spec"), _STAGE.get("root")
-    if spec is None:
-        raise RuntimeError(
-            f"asset_folder({name!r}) is only available inside a method's stage (prepare, "
-            "train, quantize, evaluate); outside one use reprolab.paths.asset_dir"
-        )
-    if name not in spec.assets:
-        raise ValueError(
-            f"{spec.slug}: asset {name!r} is not in MethodSpec.assets {list(spec.assets)}"
-        )
-    cache = _STAGE.setdefault("verified", {})
-    if name not in cache:
-        from reprolab.stages.assets import verified
-
-        cache[name] = verified(root, name)
-    return cache[name]
-
-
-def enter_stage(spec: MethodSpec, root: Path, trainer: TrainerConfig | None = None) -> None:
-    """Called by the stages (``reprolab.stages._common.context``): which method runs,
-    and with which Lightning settings."""
-    _STAGE.clear()
-    _STAGE.update(spec=spec, root=Path(root), trainer=trainer)
-
-
-def stage_trainer() -> TrainerConfig:
-    """The Lightning settings of the running stage (defaults outside a stage)."""
-    return _STAGE.get("trainer") or TrainerConfig()
 
 
 def is_runtime_metric(name: str) -> bool:
@@ -460,51 +411,100 @@ class MethodSpec:
         )
 
 
+@dataclass(frozen=True)
+class Run:
+    """What a method's hooks run in, built by the stage and passed to every hook as its
+    first argument (no module-global stage state): the method's spec, its resolved
+    config, the seeds of the run (the first look's and those sequential rounds added),
+    the project root, the verified folders of the assets it reads, and the profile."""
+
+    spec: MethodSpec
+    cfg: MethodConfig
+    seeds: tuple[int, ...]
+    root: Path
+    assets: Mapping[str, Path] = field(default_factory=dict)
+    profile: str = "smoke"
+
+    @property
+    def slug(self) -> str:
+        return self.spec.slug
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The variants this run trains and evaluates (params.yaml's choice, else all)."""
+        return tuple(self.spec.selected_variants(self.cfg))
+
+    @property
+    def trainer(self) -> TrainerConfig:
+        """Where Lightning trains (params.yaml's ``trainer``, resolved for the method)."""
+        return self.cfg.trainer
+
+    def asset(self, name: str) -> Path:
+        """The verified folder of asset ``name``, which the method must list in
+        ``MethodSpec.assets``."""
+        if name not in self.spec.assets:
+            raise ValueError(
+                f"{self.spec.slug}: asset {name!r} is not in MethodSpec.assets "
+                f"{list(self.spec.assets)}"
+            )
+        if name not in self.assets:
+            raise ValueError(f"{self.spec.slug}: the run has no verified folder of {name!r}")
+        return Path(self.assets[name])
+
+    def default_units(self, tasks: Sequence[str]) -> list[Unit]:
+        """Every task x selected variant x seed: the units of a method with nothing
+        special about them (a method's ``units`` hook may return just this)."""
+        return [Unit(t, v, s) for t in sorted(tasks) for s in self.seeds for v in self.variants]
+
+
 class MethodHooks(Protocol):
-    """Functions of a method's hooks module (see ``methods/ensloss/method.py``)."""
+    """Functions of a method's hooks module (see ``methods/ensloss/method.py``). Each
+    takes the :class:`Run` first: the config is ``run.cfg``, the seeds ``run.seeds``,
+    an asset's folder ``run.asset(name)``, Lightning's devices ``run.trainer``."""
 
-    def prepare(
-        self, cfg: Any, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-    ) -> tuple[dict, dict]:
+    def prepare(self, run: Run, raw_dir: Path) -> tuple[dict, dict]:
         """Return ({dataset name: {array name: ndarray}}, metadata); the core writes them.
-        ``assets`` maps each asset of ``MethodSpec.assets`` to its verified folder."""
+        Only ``MethodSpec.prepare_keys`` of ``run.cfg`` may be read."""
 
-    def units(self, cfg: Any, seeds: Sequence[int], datasets: Sequence[str]) -> list[Unit]: ...
+    def units(self, run: Run, tasks: Sequence[str]) -> list[Unit]:
+        """Every unit of the run (``run.default_units(tasks)`` for most methods)."""
 
     def train_unit(
         self,
+        run: Run,
         unit: Unit,
-        cfg: Any,
         data: dict,
         resume_dir: Path,
         progress: Callable[[str], None],
     ) -> TrainedUnit: ...
 
-    def restore(self, unit: Unit, cfg: Any, data: dict, state: dict) -> Any:
+    def restore(self, run: Run, unit: Unit, data: dict, state: dict) -> Any:
         """Rebuild the trained object (e.g. an nn.Module in eval mode) from its state."""
 
     def evaluate_unit(
-        self, model: Any, unit: Unit, cfg: Any, data: dict, history: list[dict]
+        self, run: Run, model: Any, unit: Unit, data: dict, history: list[dict]
     ) -> dict[str, float]:
         """Metrics of one unit. ``model`` is the restored trained object (for an
         evaluation-only unit: the one of the variant it reuses, at the precision being
         evaluated); ``history`` is that object's training history."""
 
-    def example_input(self, unit: Unit, cfg: Any, data: dict) -> Any:
+    def example_input(self, run: Run, unit: Unit, data: dict) -> Any:
         """A batch for latency measurement (only when quantization applies): a tensor, or
         a tuple of the model's positional arguments."""
 
-    def calibration_inputs(self, unit: Unit, cfg: Any, data: dict, model: Any) -> list:
+    def calibration_inputs(self, run: Run, unit: Unit, data: dict, model: Any) -> list:
         """Optional: model inputs (tensors or tuples of positional arguments) that
         calibrate activation thresholds of quantization schemes that need them, from
         training data or, data-free, from the full-precision ``model`` itself. Without
         it the quantizer calibrates on ``[example_input(...)]``."""
 
-    def runtime_plots(self, table: Any, out_dir: Path, timings: dict[Unit, dict]) -> list[Path]:
+    def runtime_plots(
+        self, run: Run, table: Any, out_dir: Path, timings: dict[Unit, dict]
+    ) -> list[Path]:
         """Optional: figures of wall-clock measurements (the runtime metrics table of
         evaluate, and each trained unit's ``timings``). They differ on every
         run, so they go to data/runtime/<slug>/plots/, not to the versioned plots."""
 
-    def plots(self, table: Any, out_dir: Path, trained: Any) -> list[Path]:
+    def plots(self, run: Run, table: Any, out_dir: Path, trained: Any) -> list[Path]:
         """Optional: figures from the long metrics table and the trained units.
         ``trained`` is a :class:`TrainedUnits`: unit -> history, and ``model(unit)``."""

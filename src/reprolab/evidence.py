@@ -128,7 +128,9 @@ def plan_round(
     avoid: set[int] = frozenset(),
 ) -> tuple[Decision, dict[str, str]]:
     """The seeds the next round adds, and per claim why it gets none."""
-    plan = cfg.evidence.plan(profile_seeds)
+    from reprolab.core.sequential import plan_for
+
+    plan = plan_for(cfg.evidence, profile_seeds)
     results = headline(claims)
     by_id = {c.id: c for c in spec.claims}
     reasons: dict[str, str] = {}

@@ -12,7 +12,7 @@ What a run does:
    one whose definition (or the paper-profile config) changed after it was registered
    stops the run unless ``--amend "why"`` is given, which records the amendment. Both
    are written before any compute.
-2. **Rounds** (:mod:`reprolab.evidence`): the project is copied (``reprolab.scratch``) at
+2. **Rounds** (:mod:`reprolab.evidence`): the project is copied (``reprolab.ops.scratch``) at
    ``profile: paper`` with the first look's seeds; each round is ``reprolab check`` then
    ``dvc repro`` there; after it, each undecided claim that more seeds can decide gets
    the seeds of its plan's next look, on the units it reads; finished units are reused.
@@ -48,7 +48,8 @@ from typing import Any
 
 import yaml
 
-from reprolab import evidence, ledger, registry, scratch
+from reprolab import evidence, ledger, registry
+from reprolab.ops import scratch
 
 Log = Callable[[str], None]
 

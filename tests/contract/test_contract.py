@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from reprolab import config, registry
-from reprolab.contract import MethodSpec, TrainedUnit, TrainedUnits, is_runtime_metric
+from reprolab.contract import MethodSpec, Run, TrainedUnit, TrainedUnits, is_runtime_metric
 from reprolab.core import quant
 from tests.conftest import ROOT
 
@@ -115,9 +115,8 @@ def test_prepare_reads_only_its_declared_keys(spec: MethodSpec, tmp_path):
     cfg = config.method_config(spec.slug, "smoke", spec.test_overrides, "test_overrides")
     watched, seen = recording(cfg)
     seeds = tuple(cfg.evidence.base_seeds((0, 1)))  # the first look's seeds
-    registry.hooks(spec.slug).prepare(
-        watched, seeds, tmp_path / "raw", build_assets(spec, tmp_path)
-    )
+    run = Run(spec, watched, seeds, tmp_path, build_assets(spec, tmp_path))
+    registry.hooks(spec.slug).prepare(run, tmp_path / "raw")
     assert seen, "the recording copy saw no read at all"
     assert seen <= set(spec.prepare_keys), f"undeclared: {sorted(seen - set(spec.prepare_keys))}"
 
@@ -141,9 +140,10 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
     cfg = config.method_config(spec.slug, "smoke", spec.test_overrides, "test_overrides")
     # the first look's seeds (a method whose test_overrides ask for one seed runs one)
     seeds = tuple(cfg.evidence.base_seeds((0, 1)))
-    datasets, meta = hooks.prepare(cfg, seeds, tmp_path / "raw", build_assets(spec, tmp_path))
+    run = Run(spec, cfg, seeds, tmp_path, build_assets(spec, tmp_path))
+    datasets, meta = hooks.prepare(run, tmp_path / "raw")
     assert datasets and isinstance(meta, dict)
-    units = hooks.units(cfg, seeds, sorted(datasets))
+    units = hooks.units(run, sorted(datasets))
     assert {u.variant for u in units} <= set(spec.variant_names())
     assert {u.seed for u in units} <= {*seeds, None}
     assert len({u.id for u in units}) == len(units), "unit ids are unique"
@@ -154,29 +154,29 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
     rows, histories, restored = [], {}, {}
     for unit in trained_units:
         data = datasets[unit.task]
-        trained = hooks.train_unit(unit, cfg, data, tmp_path / "resume" / unit.id, lambda m: None)
+        trained = hooks.train_unit(run, unit, data, tmp_path / "resume" / unit.id, lambda m: None)
         assert isinstance(trained, TrainedUnit) and trained.state
         torch.save(trained.state, tmp_path / "state.pt")  # must reload with weights_only
         state = torch.load(tmp_path / "state.pt", weights_only=True)
-        restored[unit] = hooks.restore(unit, cfg, data, state)
+        restored[unit] = hooks.restore(run, unit, data, state)
         histories[unit] = trained.history
     for unit in units:
         source = spec.source_unit(unit)
         data, model = datasets[unit.task], restored[source]
-        metrics = hooks.evaluate_unit(model, unit, cfg, data, histories[source])
+        metrics = hooks.evaluate_unit(run, model, unit, data, histories[source])
         assert set(spec.variant_metrics(unit.variant)) <= set(metrics)
         assert all(math.isfinite(v) for v in metrics.values())
         rows += [(unit, "fp32", k, float(v)) for k, v in metrics.items()]
         if spec.quantization.applies:
-            example = hooks.example_input(source, cfg, data)
+            example = hooks.example_input(run, source, data)
             calib = (
-                hooks.calibration_inputs(source, cfg, data, model)
+                hooks.calibration_inputs(run, source, data, model)
                 if hasattr(hooks, "calibration_inputs")
                 else [example]
             )
             for scheme in spec.schemes(cfg):
                 qmodel = quant.quantize(model, scheme, calibration=calib)
-                qmetrics = hooks.evaluate_unit(qmodel, unit, cfg, data, histories[source])
+                qmetrics = hooks.evaluate_unit(run, qmodel, unit, data, histories[source])
                 assert set(qmetrics) == set(metrics)
                 rows += [(unit, scheme, k, float(v)) for k, v in qmetrics.items()]
                 with torch.inference_mode():
@@ -194,11 +194,11 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
         out = tmp_path / "plots"
         out.mkdir()
         trained = TrainedUnits(histories, lambda u: restored[spec.source_unit(u)])
-        figures = hooks.plots(table, out, trained)
+        figures = hooks.plots(run, table, out, trained)
         assert figures and all(p.is_file() and p.stat().st_size > 0 for p in figures)
     if hasattr(hooks, "runtime_plots"):  # wall-clock figures (they go to data/runtime/)
         out = tmp_path / "runtime_plots"
         out.mkdir()
         runtime = table[table.metric.map(is_runtime_metric)]
-        figures = hooks.runtime_plots(runtime, out, {u: {} for u in trained_units})
+        figures = hooks.runtime_plots(run, runtime, out, {u: {} for u in trained_units})
         assert figures and all(p.is_file() and p.stat().st_size > 0 for p in figures)

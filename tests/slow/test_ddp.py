@@ -36,7 +36,7 @@ def run(devices, batch, strategy):
     module = ClassifierModule(net, lr=0.01, epochs=4)
     settings = TrainerConfig(accelerator="cpu", devices=devices, strategy=strategy)
     state = fit(module, DataLoader(TensorDataset(x, y), batch_size=batch), None, 4,
-                settings=settings)
+                trainer=settings)
     with torch.no_grad():
         pred = module.net(x).argmax(-1)
     return module.net, pred, state.world_size, state.global_step

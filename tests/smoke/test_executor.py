@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reprolab import executor
+from reprolab.ops import executor
 from tests.conftest import TINY_ENSLOSS, copy_project, run
 
 pytestmark = pytest.mark.pipeline

@@ -1,4 +1,4 @@
-"""`make mlflow-server`: PostgreSQL + `mlflow server` on loopback (reprolab.mlflow_server),
+"""`make mlflow-server`: PostgreSQL + `mlflow server` on loopback (reprolab.ops.mlflow_server),
 both real. One method's chain runs through `dvc repro` with mlflow.env pointing at the
 server; its runs, params, metrics and artifacts are read back over REST; 4 concurrent
 processes log into it with no metric lost; stopping leaves nothing running."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reprolab import mlflow_server
+from reprolab.ops import mlflow_server
 from tests.conftest import TINY_ENSLOSS, copy_project, run, tool_env
 from tests.smoke.test_mlflow_server import Rest, _free_port, _params, _tags
 

@@ -128,7 +128,7 @@ def test_task_runner_follows_the_executor_setting(monkeypatch):
     from prefect_dask import DaskTaskRunner
 
     from flows.reproduce import task_runner
-    from reprolab import executor
+    from reprolab.ops import executor
 
     monkeypatch.setenv(executor.WORKERS_ENV, "4")
     local = task_runner("dask", methods=3)  # a local cluster, at most one worker per method

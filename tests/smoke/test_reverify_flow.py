@@ -38,7 +38,7 @@ def test_reverify_flags_a_changed_verdict_and_leaves_the_workspace_alone(
 ):
     from mlflow.tracking import MlflowClient
 
-    from reprolab import reverify as rv
+    from reprolab.ops import reverify as rv
 
     # this process may hold another project's store from an earlier test: use the copy's
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

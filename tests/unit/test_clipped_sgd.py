@@ -11,9 +11,10 @@ import pytest
 import torch
 from scipy import optimize
 
+from reprolab.contract import Run
 from reprolab.core.claims import Threshold, Where
 from reprolab.core.training import fit_resumable
-from reprolab.methods.clipped_sgd import lightning_module, method, strategic
+from reprolab.methods.clipped_sgd import SPEC, lightning_module, method, strategic
 from reprolab.methods.clipped_sgd.algorithms import (
     Quadratic,
     clip,
@@ -267,17 +268,18 @@ TINY = dict(
 
 def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
     cfg = ClippedSGDConfig(**TINY)
-    data, meta = method.prepare(cfg, (0,), tmp_path / "raw", {})
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path)
+    data, meta = method.prepare(run, tmp_path / "raw")
     assert sorted(data) == sorted(cfg.tasks())
-    units = {(u.task, u.variant): u for u in method.units(cfg, (0,), sorted(data))}
+    units = {(u.task, u.variant): u for u in method.units(run, sorted(data))}
     for task in ("quad-beta0.5-c0.5-sigma0.5", "strat-beta0.5-c0.5-sigma0.5"):
         for variant in ("pcsgd", "dicesgd", "nonbinding"):
             unit = units[task, variant]
-            first = method.train_unit(unit, cfg, data[task], tmp_path / "a" / unit.id, print)
-            again = method.train_unit(unit, cfg, data[task], tmp_path / "b" / unit.id, print)
+            first = method.train_unit(run, unit, data[task], tmp_path / "a" / unit.id, print)
+            again = method.train_unit(run, unit, data[task], tmp_path / "b" / unit.id, print)
             assert first.history == again.history
             metrics = method.evaluate_unit(
-                method.restore(unit, cfg, data[task], first.state), unit, cfg, data[task], []
+                run, method.restore(run, unit, data[task], first.state), unit, data[task], []
             )
             assert all(math.isfinite(v) for v in metrics.values())
             if variant == "nonbinding":
@@ -287,10 +289,11 @@ def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
     # a strategic run stopped after its first epoch and resumed ends where a straight run
     # does (noise, draws and DiceSGD's error buffer all come back from the checkpoint)
     unit = units["strat-beta0.5-c0.5-sigma0.5", "dicesgd"]
-    straight = method.train_unit(unit, cfg, data[unit.task], tmp_path / "s", print)
+    straight = method.train_unit(run, unit, data[unit.task], tmp_path / "s", print)
     resume = tmp_path / "r"
     stopped = method.strategic_module(unit, cfg, data[unit.task])
-    fit_resumable(stopped, method.pace(cfg), None, 1, resume)  # leaves last.ckpt
+    # leaves last.ckpt
+    fit_resumable(stopped, method.pace(cfg), None, 1, resume, trainer=run.trainer)
     assert (resume / "last.ckpt").is_file()
     steps_run = []
     step = lightning_module.StrategicClassification.training_step
@@ -300,21 +303,26 @@ def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
         return step(self, batch, batch_idx)
 
     monkeypatch.setattr(lightning_module.StrategicClassification, "training_step", counted)
-    resumed = method.train_unit(unit, cfg, data[unit.task], resume, print)
+    resumed = method.train_unit(run, unit, data[unit.task], resume, print)
     assert steps_run == list(range(15, 30))  # only the second epoch ran again
     assert resumed.history == straight.history
 
 
-def test_units_carry_the_settings_as_parameters():
+def test_units_carry_the_settings_as_parameters(tmp_path):
     cfg = ClippedSGDConfig(**TINY)
     tasks = cfg.tasks()
     name = task_name("quad", 0.5, 0.5, 0.5)
     assert tasks[name] == {"family": "quad", "beta": 0.5, "c": 0.5, "sigma": 0.5}
-    units = method.units(cfg, (0, 1), sorted(tasks))
+    units = method.units(Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=tmp_path), sorted(tasks))
     assert all(u.param == tasks[u.task] for u in units)
     assert {u.variant for u in units} == {"pcsgd", "dicesgd", "nonbinding"}
-    picked = ClippedSGDConfig(**TINY, variants=["pcsgd", "dicesgd"])
-    assert {u.variant for u in method.units(picked, (0,), sorted(tasks))} == {"pcsgd", "dicesgd"}
+    picked = Run(
+        spec=SPEC,
+        cfg=ClippedSGDConfig(**TINY, variants=["pcsgd", "dicesgd"]),
+        seeds=(0,),
+        root=tmp_path,
+    )
+    assert {u.variant for u in method.units(picked, sorted(tasks))} == {"pcsgd", "dicesgd"}
 
 
 # ---------------------------------------------------------------- claim checks

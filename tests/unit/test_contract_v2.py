@@ -237,10 +237,8 @@ def test_asset_sections_are_validated():
 
 
 def test_missing_asset_names_the_command_that_rebuilds_it(tmp_path):
-    from reprolab.stages.assets import verified
-
     with pytest.raises(io.CorruptDataError, match=r"dvc repro assets@images"):
-        verified(tmp_path, "images")
+        io.verified_asset(tmp_path, "images")
 
 
 def test_an_asset_manifest_is_the_same_on_a_rebuild(tmp_path):
@@ -320,24 +318,25 @@ def test_bf16_cast_runs_in_bf16_and_stays_close_to_fp32():
         cast({"keep": 1}, "bf16")
 
 
-def test_asset_folder_is_scoped_to_the_running_method(tmp_path):
-    from reprolab import contract
+def test_run_gives_the_verified_assets_of_its_method(tmp_path):
+    """Hooks get an asset's folder from their Run (no module-global stage state); the
+    stage verifies it first, naming the rebuild command when it is missing."""
+    from reprolab.contract import Run
     from reprolab.paths import asset_dir
 
     spec = dataclasses.replace(registry.get("ttba"), assets=("images",))
-    contract._STAGE.clear()
-    with pytest.raises(RuntimeError, match="only available inside a method's stage"):
-        contract.asset_folder("images")
-    contract.enter_stage(spec, tmp_path)
-    try:
-        with pytest.raises(ValueError, match="'smollm2' is not in MethodSpec.assets"):
-            contract.asset_folder("smollm2")
-        with pytest.raises(io.CorruptDataError, match=r"dvc repro assets@images"):
-            contract.asset_folder("images")
-        folder = asset_dir(tmp_path, "images")
-        with io.atomic_dir(folder) as tmp:
-            (tmp / "x.npz").write_bytes(b"1")
-            io.write_manifest(tmp, {"asset": "images"})
-        assert contract.asset_folder("images") == folder
-    finally:
-        contract._STAGE.clear()
+    cfg = config.method_config("ttba", "smoke", {}, "defaults")
+    with pytest.raises(io.CorruptDataError, match=r"dvc repro assets@images"):
+        io.verified_asset(tmp_path, "images")
+    folder = asset_dir(tmp_path, "images")
+    with io.atomic_dir(folder) as tmp:
+        (tmp / "x.npz").write_bytes(b"1")
+        io.write_manifest(tmp, {"asset": "images"})
+    run = Run(spec, cfg, (0, 1), tmp_path, {"images": io.verified_asset(tmp_path, "images")})
+    assert run.asset("images") == folder
+    with pytest.raises(ValueError, match="'smollm2' is not in MethodSpec.assets"):
+        run.asset("smollm2")
+    assert run.trainer == cfg.trainer and run.variants == tuple(spec.variant_names())
+    units = run.default_units(["b", "a"])
+    assert [u.id for u in units[:2]] == [f"a__{v}__s0" for v in spec.variant_names()[:2]]
+    assert len(units) == 2 * 2 * len(spec.variant_names())

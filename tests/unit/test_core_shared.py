@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from reprolab.contract import Unit
+from reprolab.contract import TrainerConfig, Unit
 from reprolab.core import datasets, plots, training
 from reprolab.core.io import save_arrays
 
@@ -122,16 +122,18 @@ def test_part_tensors_scales_uint8_images_only():
 def test_fit_supervised_batches_train_shuffled_and_val_in_order(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_fit(module, train, val, max_epochs, resume_dir):
-        seen.update(module=module, epochs=max_epochs, resume=resume_dir)
+    def fake_fit(module, train, val, max_epochs, resume_dir, *, trainer):
+        seen.update(module=module, epochs=max_epochs, resume=resume_dir, trainer=trainer)
         train.sampler.set_epoch(0)
         seen["train"] = [len(b[0]) for b in train]
         seen["val"] = [b[1].tolist() for b in val]
 
     monkeypatch.setattr(training, "fit_resumable", fake_fit)
     x, y = torch.zeros(10, 2), torch.arange(10)
-    training.fit_supervised("m", (x, y), (x, y), 4, 3, 0, tmp_path)
+    cpu = TrainerConfig(accelerator="cpu")
+    training.fit_supervised("m", (x, y), (x, y), 4, 3, 0, tmp_path, trainer=cpu)
     assert seen["module"] == "m" and seen["epochs"] == 3 and seen["resume"] == tmp_path
+    assert seen["trainer"] is cpu  # the settings go through explicitly
     assert seen["train"] == [4, 4, 2]
     assert seen["val"] == [list(range(10))]  # one batch of up to 4096, in order
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from reprolab.contract import Run, TrainerConfig
 from reprolab.core import io, lm
-from reprolab.methods.cot_order import humaneval, method, sft
+from reprolab.methods.cot_order import SPEC, humaneval, method, sft
 from reprolab.methods.cot_order import programs as P
 
 
@@ -59,7 +60,8 @@ def test_trained_adapter_merges_into_the_full_model(tok, batch, tmp_path):
     hidden = sft.hidden_before(base, 1, ids, mask, 4)
     top = sft.truncate_to_top(copy.deepcopy(base), 2)
     module = sft.module_class()(top, lr=5e-2, r=4, alpha=8, seed=0)
-    lm.fit_lora(module, sft.hidden_batches(hidden, mask, labels, 3, 0), 2, tmp_path / "r")
+    train = sft.hidden_batches(hidden, mask, labels, 3, 0)
+    lm.fit_lora(module, train, 2, tmp_path / "r", trainer=TrainerConfig())
     losses = [h["train_loss"] for h in module.history]
     assert len(losses) == 2 and losses[1] < losses[0]
     state = sft.adapter_state(module.model, 1)
@@ -143,7 +145,8 @@ def test_humaneval_prompt_and_program():
 
 def test_prepared_arrays_store_without_pickle(tmp_path):
     cfg = method.CotOrderConfig(n_train=3, n_test=2, n_humaneval=2)
-    datasets, meta = method.prepare(cfg, (0,), tmp_path, {})
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path)
+    datasets, meta = method.prepare(run, tmp_path)
     arrays = datasets[method.TASK]
     path = io.save_arrays(tmp_path, "synth", arrays)
     back = io.load_arrays(path)

@@ -241,14 +241,17 @@ def test_cluster_usage_of_a_planted_assignment():
     assert metrics.usage_perplexity(np.zeros(9, int)) == pytest.approx(1.0)
 
 
-def test_units_sweep_the_ratio_and_pair_the_baselines_at_the_paper_ratio():
+def test_units_sweep_the_ratio_and_pair_the_baselines_at_the_paper_ratio(tmp_path):
     import pandas as pd
 
+    from reprolab.contract import Run
     from reprolab.core.claims import wide
+    from reprolab.methods.cplearn import SPEC
     from reprolab.methods.cplearn.method import n_codes, units
 
     cfg = CPLearnConfig(proj_dim=32, code_ratios=[1, 2, 8], baseline_ratio=8)
-    us = units(cfg, [0, 1], [f"mnist_r{r}" for r in (1, 2, 8)])
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=tmp_path)
+    us = units(run, [f"mnist_r{r}" for r in (1, 2, 8)])
     assert len({u.id for u in us}) == len(us)
     got = sorted((u.variant, u.seed, u.param["ratio"], n_codes(u, cfg)) for u in us)
     want = sorted(

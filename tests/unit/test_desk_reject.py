@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reprolab.contract import Run
 from reprolab.core.claims import IntervalCheck
-from reprolab.methods.desk_reject import dilemma, method, policies
+from reprolab.methods.desk_reject import SPEC, dilemma, method, policies
 from reprolab.methods.desk_reject.claims import Dilemma, NearOptimalShare
 from reprolab.methods.desk_reject.config import DeskRejectConfig
 from reprolab.methods.desk_reject.generator import synthetic_instance
@@ -217,9 +218,10 @@ def test_generator_is_seeded_and_heavy_tailed():
     assert s.max() >= 10 * np.median(s)  # a few prolific authors, many with one paper
 
 
-def test_units_skip_large_milps_and_run_tiny_tasks_once():
+def test_units_skip_large_milps_and_run_tiny_tasks_once(tmp_path):
     cfg = DeskRejectConfig(sizes=[30, 300], milp_max_papers=100)
-    units = method.units(cfg, (0, 1), ["conf_m30", "conf_m300", "tiny_n3"])
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=tmp_path)
+    units = method.units(run, ["conf_m30", "conf_m300", "tiny_n3"])
     big = {u.variant for u in units if u.task == "conf_m300"}
     assert big == {"cvpr_rule", "lp_rounded"}
     tiny = [u for u in units if u.task == "tiny_n3"]
@@ -229,7 +231,8 @@ def test_units_skip_large_milps_and_run_tiny_tasks_once():
     assert len(conf) == 8 and {u.seed for u in conf} == {0, 1}
     assert all(u.param == {"family": "conf", "papers": 30, "limit": 6} for u in conf)
     picked = DeskRejectConfig(sizes=[30], variants=["cvpr_rule", "lp_rounded"])
-    assert {u.variant for u in method.units(picked, (0,), ["conf_m30"])} == {
+    picked_run = Run(spec=SPEC, cfg=picked, seeds=(0,), root=tmp_path)
+    assert {u.variant for u in method.units(picked_run, ["conf_m30"])} == {
         "cvpr_rule",
         "lp_rounded",
     }

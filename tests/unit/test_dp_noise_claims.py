@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from reprolab.contract import Run
 from reprolab.core.claims import IntervalCheck, PairedDifference, Where
-from reprolab.methods.dp_noise import method
+from reprolab.methods.dp_noise import SPEC, method
 from reprolab.methods.dp_noise.claims import CLAIMS, BeatsBetterBaseline, GapShrinks, gains
 from reprolab.methods.dp_noise.config import DPNoiseConfig, task_name
 
@@ -47,13 +48,13 @@ PAPER_LIKE = {
 }
 
 
-def test_tasks_and_seed_free_units():
+def test_tasks_and_seed_free_units(tmp_path):
     cfg = DPNoiseConfig(compositions=[40, 10])
     assert cfg.tasks() == {
         "sigma5_k10": {"sigma": 5.0, "k": 10},
         "sigma5_k40": {"sigma": 5.0, "k": 40},
     }
-    units = method.units(cfg, (0, 1), sorted(cfg.tasks()))
+    units = method.units(Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=tmp_path), sorted(cfg.tasks()))
     by_variant = {
         v: [u for u in units if u.variant == v] for v in ("optimized", "gaussian", "laplace")
     }
@@ -63,7 +64,8 @@ def test_tasks_and_seed_free_units():
     assert all(u.param == cfg.tasks()[u.task] for u in units)
     # without jitter every seed starts from the same point: the optimiser is seed-free too
     still = DPNoiseConfig(compositions=[10], init_jitter=0.0, variants=["optimized", "gaussian"])
-    assert [(u.variant, u.seed) for u in method.units(still, (0, 1), ["sigma5_k10"])] == [
+    still_run = Run(spec=SPEC, cfg=still, seeds=(0, 1), root=tmp_path)
+    assert [(u.variant, u.seed) for u in method.units(still_run, ["sigma5_k10"])] == [
         ("optimized", None),
         ("gaussian", None),
     ]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from reprolab import config
-from reprolab.contract import Unit
+from reprolab.contract import Run, Unit
 from reprolab.core import datasets, io, quant
 from reprolab.methods.ensloss import SPEC
 from reprolab.methods.ensloss import method as hooks
@@ -55,7 +55,7 @@ def test_prepare_makes_noisy_cnn_pairs_with_true_clean_labels(tmp_path):
     cfg = cnn_config(
         cnn_datasets=["mnist"], cnn_n_pairs=3, cnn_max_rows=400, cnn_split=[0.25, 0.25, 0.5]
     )
-    tasks, meta = hooks.prepare(cfg, (0, 1), tmp_path / "raw", {"images": folder})
+    tasks, meta = hooks.prepare(Run(SPEC, cfg, (0, 1), tmp_path, {"images": folder}), tmp_path)
     pairs = hooks.class_pairs(3, cfg.pair_seed)
     assert set(tasks) == {f"cnn-mnist-{a}v{b}" for a, b in pairs}  # no MLP task
     for a, b in pairs:
@@ -78,14 +78,14 @@ def test_prepare_makes_noisy_cnn_pairs_with_true_clean_labels(tmp_path):
         assert torch.equal(y, torch.from_numpy(data["y_train"]))
 
 
-def test_cnn_units_carry_their_setting_and_the_first_looks_seeds():
+def test_cnn_units_carry_their_setting_and_the_first_looks_seeds(tmp_path):
     # The CNN's own seed cap is gone: units() gives every unit every seed it is given,
     # and the stage's selection (evidence.first) cuts every setting to the first look.
     cfg = config.method_config(
         "ensloss", "smoke", {"settings": ["mlp", "cnn"], "evidence": {"first": 1}}, "test"
     )
     tasks = ["digits-0v1", *hooks.cnn_tasks(cfg)]
-    units = hooks.units(cfg, (0, 1), tasks)
+    units = hooks.units(Run(SPEC, cfg, (0, 1), tmp_path), tasks)
     cnn_units = [u for u in units if hooks.setting_of(u) == "cnn"]
     assert {u.task for u in cnn_units} == set(hooks.cnn_tasks(cfg))
     assert {u.seed for u in cnn_units} == {0, 1} and all(
@@ -107,14 +107,14 @@ def test_cnn_units_carry_their_setting_and_the_first_looks_seeds():
 def test_paper_cnn_has_far_more_parameters_than_training_images(tmp_path):
     folder = fake_images(tmp_path / "images", "fashion_mnist", per_class=1000)
     cfg = config.method_config("ensloss", "paper", {"settings": ["cnn"]}, "test")
-    tasks, meta = hooks.prepare(cfg, (0, 1, 2), tmp_path / "raw", {"images": folder})
+    tasks, meta = hooks.prepare(Run(SPEC, cfg, (0, 1, 2), tmp_path, {"images": folder}), tmp_path)
     assert len(tasks) == 8 and set(meta["sizes"].values()) == {250}
     unit = Unit(next(iter(tasks)), "ensloss", 0, {"setting": "cnn"})
     net = hooks.build_net(unit, cfg, 784)
     assert n_parameters(net) == 206_017
     assert n_parameters(net) > 500 * max(meta["sizes"].values())
     # every seed it is given (no CNN seed cap; the stage applies evidence.first)
-    assert len(hooks.units(cfg, (0, 1, 2, 3, 4), sorted(tasks))) == 8 * 4 * 5
+    assert len(hooks.units(Run(SPEC, cfg, (0, 1, 2, 3, 4), tmp_path), sorted(tasks))) == 8 * 4 * 5
 
 
 def test_int8_runs_both_convolutions_of_the_cnn():
@@ -188,14 +188,15 @@ class Memoriser(torch.nn.Module):
 def test_evaluate_measures_the_fit_of_noisy_and_clean_labels(tmp_path):
     folder = fake_images(tmp_path / "images", "mnist", per_class=100)
     cfg = cnn_config(cnn_datasets=["mnist"], cnn_n_pairs=1, cnn_max_rows=200)
-    tasks, meta = hooks.prepare(cfg, (0,), tmp_path / "raw", {"images": folder})
+    run = Run(SPEC, cfg, (0,), tmp_path, {"images": folder})
+    tasks, meta = hooks.prepare(run, tmp_path)
     ((task, data),) = tasks.items()
     unit = Unit(task, "bce", 0, {"setting": "cnn"})
     rho = meta["label_noise"][task]
-    m = hooks.evaluate_unit(Memoriser(*datasets.part_tensors(data, "train")), unit, cfg, data, [])
+    m = hooks.evaluate_unit(run, Memoriser(*datasets.part_tensors(data, "train")), unit, data, [])
     assert m["train_acc_noisy"] == 1.0 and m["noise_fit"] == 1.0
     assert m["train_acc"] == pytest.approx(1 - rho)
     torch.manual_seed(0)  # an untrained CNN: train accuracy on noisy and clean labels
     net = hooks.build_net(unit, cfg, 784).eval()  # differ by exactly rho (2 noise_fit - 1)
-    m = hooks.evaluate_unit(net, unit, cfg, data, [])
+    m = hooks.evaluate_unit(run, net, unit, data, [])
     assert m["train_acc_noisy"] - m["train_acc"] == pytest.approx(rho * (2 * m["noise_fit"] - 1))

@@ -11,6 +11,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 
+from reprolab.contract import TrainerConfig
 from reprolab.core import training
 from reprolab.core.training import HistoryModule, batches, fit, fit_resumable
 
@@ -128,11 +129,11 @@ def test_a_run_resumed_from_its_checkpoint_ends_as_a_straight_run(tmp_path):
     straight = Ours()
     fit(straight, *loaders(), EPOCHS)
     first = Ours()
-    fit_resumable(first, *loaders(), 2, tmp_path)  # stops after 2 epochs
+    fit_resumable(first, *loaders(), 2, tmp_path, trainer=TrainerConfig())  # stops after 2
     ckpt = training.read_checkpoint(tmp_path / training.LAST)
     assert (ckpt["epoch"], ckpt["global_step"]) == (1, 12)
     resumed = Ours()  # a new process: fresh module, picks the checkpoint up
-    fit_resumable(resumed, *loaders(), EPOCHS, tmp_path)
+    fit_resumable(resumed, *loaders(), EPOCHS, tmp_path, trainer=TrainerConfig())
     for a, b in zip(straight.parameters(), resumed.parameters(), strict=True):
         assert torch.equal(a, b)
     assert resumed.history == straight.history
@@ -142,7 +143,7 @@ def test_a_run_resumed_from_its_checkpoint_ends_as_a_straight_run(tmp_path):
 def test_a_foreign_checkpoint_is_refused_naming_the_folder(tmp_path):
     torch.save({"epoch": 3, "state_dict": {}}, tmp_path / training.LAST)  # not ours
     with pytest.raises(ValueError, match=f"not a {training.CHECKPOINT_FORMAT} checkpoint"):
-        fit_resumable(Ours(), *loaders(), EPOCHS, tmp_path)
+        fit_resumable(Ours(), *loaders(), EPOCHS, tmp_path, trainer=TrainerConfig())
 
 
 def test_manual_optimization_counts_optimizer_steps():
@@ -210,9 +211,7 @@ def test_bf16_mixed_runs_the_forward_in_bf16_and_keeps_fp32_weights():
 
     full, mixed = Ours(), Probe()
     fit(full, *loaders(), EPOCHS)
-    fit(
-        mixed, *loaders(), EPOCHS, settings=TrainerConfig(accelerator="cpu", precision="bf16-mixed")
-    )
+    fit(mixed, *loaders(), EPOCHS, trainer=TrainerConfig(accelerator="cpu", precision="bf16-mixed"))
     assert set(Probe.dtypes) == {torch.bfloat16}  # autocast around training_step
     assert all(p.dtype == torch.float32 for p in mixed.parameters())
     # bf16 keeps 8 mantissa bits: the two runs drift apart, but not far in 24 steps

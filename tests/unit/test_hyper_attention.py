@@ -3,6 +3,7 @@ import pydantic
 import pytest
 import torch
 
+from reprolab.contract import Run
 from reprolab.core.transformer import n_params
 from reprolab.methods.hyper_attention.config import HyperAttentionConfig
 from reprolab.methods.hyper_attention.layers import LinearHA3, LinearHFA, pairwise_target
@@ -215,15 +216,15 @@ def test_config_rejects_the_training_size_among_the_test_sizes():
         HyperAttentionConfig(scales=[2.0])
 
 
-def test_samples_are_a_function_of_task_seed_and_part():
+def test_samples_are_a_function_of_task_seed_and_part(tmp_path):
     """Evaluate regenerates the test sets that training never saw: asking for one part
     gives the same arrays as asking for all of them, and different seeds differ."""
-    from reprolab.methods.hyper_attention import method
+    from reprolab.methods.hyper_attention import SPEC, method
 
     cfg = HyperAttentionConfig(
         families=["threeway"], n_train=16, n_val=8, n_test=8, l_train=4, l_test=[3, 6]
     )
-    data, _ = method.prepare(cfg, (0, 1), None, {})
+    data, _ = method.prepare(Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=tmp_path), None)
     task = data["threeway"]
     every = method.splits(cfg, task, 0)
     one = method.splits(cfg, task, 0, ["test_L6"])

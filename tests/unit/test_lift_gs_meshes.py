@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 
 from reprolab import config
-from reprolab.methods.lift_gs import meshes
+from reprolab.contract import Run
+from reprolab.methods.lift_gs import SPEC, meshes
 from reprolab.methods.lift_gs.claims import CLAIMS
-from reprolab.methods.lift_gs.method import FINETUNE, finetune_plan, units
+from reprolab.methods.lift_gs.config import FINETUNE
+from reprolab.methods.lift_gs.method import finetune_plan, units
 from reprolab.methods.lift_gs.scenes import SceneParams
 
 
@@ -166,10 +168,10 @@ def test_config_rejects_overlapping_pretraining_and_finetuning_sets():
         _cfg(finetune_epochs=7)
 
 
-def test_units_cover_both_settings_and_the_finetune_arms():
+def test_units_cover_both_settings_and_the_finetune_arms(tmp_path):
     cfg = _cfg()
     tasks = ["scenes_n12", "scenes_n6", "meshes_n6"]
-    out = units(cfg, [0, 1], tasks)
+    out = units(Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=tmp_path), tasks)
     assert len({u.id for u in out}) == len(out)
     by = {(u.variant, u.param.get("scenes"), u.param.get("n_scenes")) for u in out}
     for signal in ("render", "unproj", "sup3d"):
@@ -177,7 +179,10 @@ def test_units_cover_both_settings_and_the_finetune_arms():
     ft = [u for u in out if u.variant in FINETUNE]
     assert len(ft) == 2 * len(FINETUNE)
     assert all(u.task == "scenes_n12" and u.param["n_labeled"] == 2 for u in ft)
-    off = units(_cfg(n_train_meshes=0, pretrain_scenes=0), [0], ["scenes_n12", "scenes_n6"])
+    off_run = Run(
+        spec=SPEC, cfg=_cfg(n_train_meshes=0, pretrain_scenes=0), seeds=(0,), root=tmp_path
+    )
+    off = units(off_run, ["scenes_n12", "scenes_n6"])
     assert {u.variant for u in off} == {"render", "unproj", "sup3d"}
 
 

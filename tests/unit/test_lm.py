@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from reprolab.contract import TrainerConfig
 from reprolab.core import lm, quant
+
+CPU = TrainerConfig(accelerator="cpu")
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog because",
@@ -199,7 +202,9 @@ def test_lora_trains_only_the_adapter_and_loss_is_completion_ce(tok):
 def test_lora_adapter_saves_alone_and_reloads_to_identical_logits(tok, tmp_path):
     module = lm.LoraModule(lm.tiny_model(tok, context=64, init_std=0.3), lr=5e-2, r=4)
     pairs = [("Say hi:", " hi"), ("Count: 1 2", " 3 4")]
-    lm.fit_lora(module, lm.completion_batches(tok, pairs, 2, 0), 2, tmp_path / "resume")
+    lm.fit_lora(
+        module, lm.completion_batches(tok, pairs, 2, 0), 2, tmp_path / "resume", trainer=CPU
+    )
     ids = torch.tensor([tok("Count: 1 2 3").input_ids])
     with torch.inference_mode():
         trained = module.model(input_ids=ids).logits
@@ -225,13 +230,13 @@ def test_lora_resume_after_a_stop_equals_an_uninterrupted_run(tok, tmp_path):
         return lm.LoraModule(lm.tiny_model(tok, context=64, init_std=0.3), lr=2e-2, r=4, seed=1)
 
     straight = fresh()
-    lm.fit_lora(straight, lm.completion_batches(tok, pairs, 2, 7), 3, tmp_path / "a")
+    lm.fit_lora(straight, lm.completion_batches(tok, pairs, 2, 7), 3, tmp_path / "a", trainer=CPU)
     first = fresh()
-    lm.fit_lora(first, lm.completion_batches(tok, pairs, 2, 7), 1, tmp_path / "b")
+    lm.fit_lora(first, lm.completion_batches(tok, pairs, 2, 7), 1, tmp_path / "b", trainer=CPU)
     ckpt = torch.load(tmp_path / "b" / "last.ckpt", weights_only=False)
     assert all("lora_" in k for k in ckpt["state_dict"])  # the adapter only
     resumed = fresh()  # a new process: fresh model, picks up last.ckpt
-    lm.fit_lora(resumed, lm.completion_batches(tok, pairs, 2, 7), 3, tmp_path / "b")
+    lm.fit_lora(resumed, lm.completion_batches(tok, pairs, 2, 7), 3, tmp_path / "b", trainer=CPU)
     assert [h["epoch"] for h in resumed.history] == [0, 1, 2]
     assert resumed.history == straight.history
     for name, value in _adapter(straight).items():
@@ -279,7 +284,7 @@ def test_tokenizer_only_asset_gives_the_tokenizer_and_a_clear_error_for_the_mode
         meta = smollm2.build(smollm2.Smollm2Config(), tmp, tmp_path)
         io.write_manifest(tmp, {**meta, "asset": "smollm2"})
     assert meta["weights"] is False and not (out / "model.safetensors").exists()
-    tok = lm.load_asset_tokenizer(tmp_path)
+    tok = lm.load_asset_tokenizer(io.verified_asset(tmp_path, "smollm2"))
     assert tok.decode(tok("def f(x):").input_ids) == "def f(x):"
     with pytest.raises(FileNotFoundError, match="weights: true"):
-        lm.load_asset(tmp_path)
+        lm.load_asset(io.verified_asset(tmp_path, "smollm2"))

@@ -67,7 +67,9 @@ def test_a_held_out_block_is_one_look_at_its_own_seeds(tmp_path):
     assert out["seeds"]["paper"] == [100, 101, 102]
     assert out["seeds"]["smoke"] == _params()["seeds"]["smoke"]
     cfg = config.validate(out).method("dp_noise")
-    plan = cfg.evidence.plan(out["seeds"]["paper"])
+    from reprolab.core.sequential import plan_for
+
+    plan = plan_for(cfg.evidence, out["seeds"]["paper"])
     assert plan.looks == (3,)  # every seed in one look, a fixed-n analysis
 
 

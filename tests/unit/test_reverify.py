@@ -1,4 +1,4 @@
-"""reprolab.reverify: which verdicts changed, and the MLflow record that is the next
+"""reprolab.ops.reverify: which verdicts changed, and the MLflow record that is the next
 baseline (a real SQLite MLflow store in a temp project)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reprolab import reverify as rv
+from reprolab.ops import reverify as rv
 
 
 def table(rows) -> pd.DataFrame:

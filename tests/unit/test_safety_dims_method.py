@@ -124,7 +124,10 @@ def test_positions_and_removal():
     assert method.mid_layers(30) == list(range(10, 20)) and method.mid_layers(2) == [0, 1]
 
 
-def _tiny_data(tok):
+def _tiny_data(tok, root):
+    from reprolab.contract import Run
+    from reprolab.methods.safety_dims import SPEC
+
     cfg = config.method_config(
         "safety_dims", "smoke",
         {"tiny_layers": 2, "tiny_hidden": 32, "test_topics": 2, "train_per_cell": 1,
@@ -132,16 +135,18 @@ def _tiny_data(tok):
         "test",
     )  # fmt: skip
     folder = lm.tokenizer_cache()
-    datasets, _ = method.prepare(cfg, (0,), folder, {lm.ASSET: folder})
-    return cfg, datasets[method.TASK]
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0,), root=root, assets={lm.ASSET: folder})
+    datasets, _ = method.prepare(run, folder)
+    return run, datasets[method.TASK]
 
 
-def test_restore_merges_the_adapter_exactly_and_names_a_missing_one(tok):
+def test_restore_merges_the_adapter_exactly_and_names_a_missing_one(tok, tmp_path):
     from reprolab.contract import Unit
 
-    cfg, data = _tiny_data(tok)
+    run, data = _tiny_data(tok, tmp_path)
+    cfg, folder = run.cfg, run.asset(lm.ASSET)
     assert not set(data["train_topic"]) & set(data["test_topic"])  # held-out topics
-    wrapped = lm.lora_model(method.base_model(cfg, data), cfg.lora_r, cfg.lora_alpha, 0, 3)
+    wrapped = lm.lora_model(method.base_model(cfg, data, folder), cfg.lora_r, cfg.lora_alpha, 0, 3)
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for name, p in wrapped.named_parameters():
@@ -151,22 +156,22 @@ def test_restore_merges_the_adapter_exactly_and_names_a_missing_one(tok):
              if v.requires_grad}  # fmt: skip
     state[method.TOP_KEY] = torch.zeros((len(data["test_len"]), 3), dtype=torch.long)
     unit = Unit(method.TASK, "safety_tuned", 0)
-    bundle = method.restore(unit, cfg, data, state)
+    bundle = method.restore(run, unit, data, state)
     x = torch.as_tensor(data["test_ids"][:1, : int(data["test_len"][0])])
     with torch.inference_mode():
         ref = wrapped.eval()(input_ids=x).logits
         np.testing.assert_allclose(bundle(x)[1].numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
-        base = method.base_model(cfg, data)(input_ids=x).logits
+        base = method.base_model(cfg, data, folder)(input_ids=x).logits
         np.testing.assert_allclose(bundle.base(input_ids=x).logits.numpy(), base.numpy())
     with pytest.raises(lm.MissingAdapterError):
-        method.restore(unit, cfg, data, {method.TOP_KEY: state[method.TOP_KEY]})
+        method.restore(run, unit, data, {method.TOP_KEY: state[method.TOP_KEY]})
     partial = {k: v for k, v in state.items() if "q_proj" not in k}
     with pytest.raises(lm.MissingAdapterError, match="lacks"):
-        method.restore(unit, cfg, data, partial)
+        method.restore(run, unit, data, partial)
 
 
-def test_training_batches_put_the_loss_on_the_target_only(tok):
-    cfg, data = _tiny_data(tok)
+def test_training_batches_put_the_loss_on_the_target_only(tok, tmp_path):
+    _, data = _tiny_data(tok, tmp_path)
     loader = method.training_batches(data, 4, seed=0)
     ids, mask, labels = next(iter(loader))
     eos = int(data["tok_meta"][2])

@@ -5,7 +5,7 @@ import pytest
 import scipy.linalg
 import torch
 
-from reprolab.methods.semiclipped import method, sim
+from reprolab.methods.semiclipped import method, pairs, sim
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_clip_loss_matches_direct_computation():
         return np.mean(np.log(np.exp(m).sum(1)) - np.diag(m))
 
     ref = 0.5 * (xent(s) + xent(s.T))
-    got = float(method.clip_loss(torch.tensor(a), torch.tensor(b), t))
+    got = float(pairs.clip_loss(torch.tensor(a), torch.tensor(b), t))
     assert got == pytest.approx(ref, rel=1e-9)
 
 
@@ -113,17 +113,19 @@ def test_a_resumed_unit_draws_and_ends_as_a_straight_one(tmp_path, variant):
     """The weak pairs (and PEA banks) come from one generator carried across epochs; its
     state travels in the checkpoint, so stopping after 2 epochs and resuming gives the
     straight run's weights and history bit for bit."""
-    from reprolab.contract import Unit
+    from reprolab.contract import Run, Unit
     from reprolab.methods.semiclipped import SPEC
 
     small = {**SPEC.test_overrides, "epochs": 4, "pbmc_splits": 0}
     cfg = SPEC.config_model(**small)
-    tasks, _ = method.prepare(cfg, [0], tmp_path / "raw", {})
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path, assets={})
+    tasks, _ = method.prepare(run, tmp_path / "raw")
     unit = Unit("sim0", variant, 0, params={"setting": "sim"})
-    straight = method.train_unit(unit, cfg, tasks["sim0"], tmp_path / "a", print)
+    straight = method.train_unit(run, unit, tasks["sim0"], tmp_path / "a", print)
     stopped = SPEC.config_model(**{**small, "epochs": 2})
-    method.train_unit(unit, stopped, tasks["sim0"], tmp_path / "b", print)
-    resumed = method.train_unit(unit, cfg, tasks["sim0"], tmp_path / "b", print)
+    stopped_run = Run(spec=SPEC, cfg=stopped, seeds=(0,), root=tmp_path, assets={})
+    method.train_unit(stopped_run, unit, tasks["sim0"], tmp_path / "b", print)
+    resumed = method.train_unit(run, unit, tasks["sim0"], tmp_path / "b", print)
     assert [h["epoch"] for h in resumed.history] == [0, 1, 2, 3]
     assert resumed.history == straight.history
     for key, value in straight.state.items():

@@ -6,7 +6,8 @@ import importlib.util
 import numpy as np
 import pytest
 
-from reprolab.methods.semiclipped import method, pbmc, sim
+from reprolab.contract import Run
+from reprolab.methods.semiclipped import SPEC, method, pairs, pbmc, sim
 from reprolab.methods.semiclipped.config import SemiClippedConfig
 
 # pbmc68k_reduced as published with scanpy: cells per bulk label and per phase
@@ -70,9 +71,10 @@ def test_missing_scanpy_names_the_install_command(monkeypatch, tmp_path):
         pbmc.source_path()
     cfg = SemiClippedConfig(n_sims=1, pbmc_splits=1, n_pathways=2, perts_per_pathway=2)
     with pytest.raises(RuntimeError, match="pbmc_splits: 0"):
-        method.prepare(cfg, [0], tmp_path, {})
+        method.prepare(Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path), tmp_path)
     # the simulator alone does not need it
-    tasks, _ = method.prepare(cfg.model_copy(update={"pbmc_splits": 0}), [0], tmp_path, {})
+    sim_only = cfg.model_copy(update={"pbmc_splits": 0})
+    tasks, _ = method.prepare(Run(spec=SPEC, cfg=sim_only, seeds=(0,), root=tmp_path), tmp_path)
     assert list(tasks) == ["sim0"]
 
 
@@ -158,7 +160,7 @@ def test_weak_pairs_are_two_different_cells_of_one_pseudo_perturbation(task):
     key = {row.tobytes(): i for i, row in enumerate(data["tx_tvn"].astype(np.float32))}
     img = data["img_emb"].astype(np.float32)
     n = 0
-    for x, y in method.batches(data, cfg, np.random.default_rng(0), None):
+    for x, y in pairs.batches(data, cfg, np.random.default_rng(0), None):
         for xr, yr in zip(x, y, strict=True):
             i = key[xr.tobytes()]
             j = np.flatnonzero((img == yr).all(1))

@@ -74,9 +74,7 @@ def test_seeds_needed_matches_a_power_calculation():
     # sd 1, effect 0.5, one replicate per seed: ((c_K + z_0.8) / 0.5)^2
     c = plan.look(20).critical
     assert plan.seeds_needed(1.0, 0.5, 1.0) == math.ceil(((c + stats.norm.ppf(0.8)) / 0.5) ** 2)
-    assert plan.seeds_needed(1.0, 0.5, 4.0) == math.ceil(
-        ((c + stats.norm.ppf(0.8)) / 0.5) ** 2 / 4
-    )
+    assert plan.seeds_needed(1.0, 0.5, 4.0) == math.ceil(((c + stats.norm.ppf(0.8)) / 0.5) ** 2 / 4)
     assert plan.seeds_needed(0.0, 0.5, 1.0) is None
 
 

@@ -309,7 +309,7 @@ def test_trend_spearman_within_settings():
 
 
 def test_trend_saturated_rank_correlations_decide_by_sign():
-    from reprolab.core.claims import Claim, Trend
+    from reprolab.core.claims import Trend
 
     # six seeds, each a perfectly monotone curve: every rho is exactly 1 (zero width)
     rows = [
@@ -328,7 +328,7 @@ def test_trend_saturated_rank_correlations_decide_by_sign():
 
 
 def test_a_deterministic_threshold_compares_one_value():
-    from reprolab.core.claims import Claim, Threshold
+    from reprolab.core.claims import Threshold
 
     rows = [("t", "m", seed, "fp32", "bytes_ratio", 3.1) for seed in range(4)]
     claim = mk("mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8))
@@ -358,7 +358,7 @@ def test_trend_one_seed_free_group_is_exact():
 
 
 def test_a_deterministic_paired_difference_compares_one_value():
-    from reprolab.core.claims import Claim, PairedDifference
+    from reprolab.core.claims import PairedDifference
 
     rows = [
         (t, v, seed, "fp32", "saved_mb", value)

@@ -43,12 +43,8 @@ overrides = json.loads(sys.argv[5])
 torch.set_num_threads(threads)
 
 from reprolab import config, registry
+from reprolab.contract import Run
 from reprolab.core import quant
-
-
-def call(fn, *args, optional=()):
-    n = len(inspect.signature(fn).parameters)
-    return fn(*args, *optional[: max(0, n - len(args))])
 
 
 spec = registry.get(slug)
@@ -67,27 +63,24 @@ for name in getattr(spec, "assets", ()):
         build = getattr(importlib.import_module(module), func)
         build(config.asset_config(name, "smoke", {}, "defaults"), target, shared / "raw")
     assets[name] = target
-datasets, _ = call(hooks.prepare, cfg, seeds, shared / "raw", optional=(assets,))
+run = Run(spec, cfg, seeds, work, assets)
+datasets, _ = hooks.prepare(run, shared / "raw")
 method = next(v.name for v in spec.variants if v.is_method)
-unit = next(
-    u for u in hooks.units(cfg, seeds, sorted(datasets)) if u.variant == method and u.seed == 0
-)
+unit = next(u for u in hooks.units(run, sorted(datasets)) if u.variant == method and u.seed == 0)
 data = datasets[unit.task]
-trained = hooks.train_unit(unit, cfg, data, work / "resume", lambda m: None)
+trained = hooks.train_unit(run, unit, data, work / "resume", lambda m: None)
 threads_after_training = torch.get_num_threads()
-model = hooks.restore(unit, cfg, data, trained.state)
-metrics = {"fp32": call(hooks.evaluate_unit, model, unit, cfg, data, optional=(trained.history,))}
-example = hooks.example_input(unit, cfg, data)
+model = hooks.restore(run, unit, data, trained.state)
+metrics = {"fp32": hooks.evaluate_unit(run, model, unit, data, trained.history)}
+example = hooks.example_input(run, unit, data)
 calib = (
-    hooks.calibration_inputs(unit, cfg, data, model)
+    hooks.calibration_inputs(run, unit, data, model)
     if hasattr(hooks, "calibration_inputs")
     else [example]
 )
 for scheme in spec.schemes(cfg):
     qmodel = quant.quantize(model, scheme, calibration=calib)
-    metrics[scheme] = call(
-        hooks.evaluate_unit, qmodel, unit, cfg, data, optional=(trained.history,)
-    )
+    metrics[scheme] = hooks.evaluate_unit(run, qmodel, unit, data, trained.history)
 torch.save(
     {
         "unit": unit.id,

@@ -178,15 +178,16 @@ def test_one_victim_per_task_and_seed_is_attacked_by_every_attack(tmp_path: Path
     victim; the victim reports its accuracy and no attack metric, the baselines no
     best-k diagnostic."""
     from reprolab import config, registry
-    from reprolab.contract import Unit
+    from reprolab.contract import Run, Unit
     from tests.contract.test_contract import build_assets
 
     spec = registry.get("ttba")
     hooks = registry.hooks("ttba")
     cfg = config.method_config("ttba", "smoke", spec.test_overrides, "test")
     seeds = (0, 1)
-    data, _ = hooks.prepare(cfg, seeds, tmp_path / "raw", build_assets(spec, tmp_path))
-    units = hooks.units(cfg, seeds, sorted(data))
+    run = Run(spec=spec, cfg=cfg, seeds=seeds, root=tmp_path, assets=build_assets(spec, tmp_path))
+    data, _ = hooks.prepare(run, tmp_path / "raw")
+    units = hooks.units(run, sorted(data))
     trained = [u for u in units if spec.trains(u)]
     assert trained == [Unit("digits", "victim", 0), Unit("digits", "victim", 1)]
     for unit in units:
@@ -194,16 +195,16 @@ def test_one_victim_per_task_and_seed_is_attacked_by_every_attack(tmp_path: Path
     assert {u.variant for u in units} == {"victim", "ttba", "hsja", "signopt"}
 
     victim = trained[0]
-    result = hooks.train_unit(victim, cfg, data["digits"], tmp_path / victim.id, lambda m: None)
-    again = hooks.train_unit(victim, cfg, data["digits"], tmp_path / "again", lambda m: None)
+    result = hooks.train_unit(run, victim, data["digits"], tmp_path / victim.id, lambda m: None)
+    again = hooks.train_unit(run, victim, data["digits"], tmp_path / "again", lambda m: None)
     assert all(torch.equal(result.state[k], again.state[k]) for k in result.state)
     assert result.history and {"train_loss", "val_acc"} <= set(result.history[-1])
-    model = hooks.restore(victim, cfg, data["digits"], result.state)
-    own = hooks.evaluate_unit(model, victim, cfg, data["digits"], result.history)
+    model = hooks.restore(run, victim, data["digits"], result.state)
+    own = hooks.evaluate_unit(run, model, victim, data["digits"], result.history)
     assert set(spec.variant_metrics("victim")) <= set(own)
     assert not any(k.startswith(("median_l2", "k_ratio", "l2_at_q")) for k in own)
     hsja = hooks.evaluate_unit(
-        model, victim.with_variant("hsja"), cfg, data["digits"], result.history
+        run, model, victim.with_variant("hsja"), data["digits"], result.history
     )
     assert "median_l2" in hsja and not any(k.startswith("k_") for k in hsja)
     assert "accuracy" not in hsja

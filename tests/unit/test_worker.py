@@ -1,16 +1,22 @@
-"""The preloaded stage worker (reprolab.worker): a stage run through it behaves exactly
+"""The preloaded stage worker (reprolab.ops.worker): a stage run through it behaves exactly
 like one run in-process (exit code, stdout, stderr, outputs), a missing, dead or stale
-worker means in-process, and signals and the client's death reach the stage.
+worker, or one that refuses to fork (CUDA initialised in it), means in-process, and
+signals and the client's death reach the stage. Also: the one router of the operations
+commands, and the layering of reprolab.ops.
 
 The fast tests start a worker that preloads almost nothing (``REPROLAB_WORKER_PRELOAD``):
 what is preloaded changes how fast a stage starts, not what it does. A test-only
 ``sitecustomize`` (on ``PYTHONPATH`` of worker and clients alike) uses the worker's
 ``reprolab_stage_child`` hook to record the stage's pid and, when asked, to sleep, so
-that signals and kills can be aimed at a running stage. Every test stops its worker.
+that signals and kills can be aimed at a running stage. A test-only ``fake_cuda`` module,
+preloaded by the worker where a test asks, stands in for a torch whose CUDA is
+initialised while ``WORKER_TEST_CUDA_FLAG`` names an existing file. Every test stops its
+worker.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import os
@@ -25,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprolab import worker
+from reprolab.ops import worker
 from tests.conftest import OWN_WORKER, ROOT, copy_project, tool_env
 
 HOOK = """
@@ -44,6 +50,19 @@ def reprolab_stage_child(argv):
 """
 
 
+FAKE_CUDA = """
+import os, sys, types
+
+def _initialized():
+    flag = os.environ.get("WORKER_TEST_CUDA_FLAG", "")
+    return bool(flag) and os.path.exists(flag)
+
+torch = types.ModuleType("torch")
+torch.cuda = types.SimpleNamespace(is_initialized=_initialized)
+sys.modules["torch"] = torch
+"""
+
+
 @pytest.fixture
 def mini(tmp_path: Path) -> Path:
     """A project folder with what `check` and a stage's argument checks read."""
@@ -54,6 +73,7 @@ def mini(tmp_path: Path) -> Path:
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK)
+    (hook / "fake_cuda.py").write_text(FAKE_CUDA)
     return root
 
 
@@ -346,3 +366,185 @@ def test_stage_outputs_identical_through_the_worker(tmp_path: Path) -> None:
                 os.kill(info["pid"], signal.SIGKILL)
     assert digests["on"]["prepared"], "prepare wrote nothing"
     assert digests["on"] == digests["off"]
+
+
+# ---------------------------------------------------------------- staleness digest
+
+
+def test_staleness_digest_follows_the_locks_and_the_code_not_comments(tmp_path: Path) -> None:
+    root = tmp_path
+    lock, nodeps = root / "requirements.lock", root / "requirements-nodeps.lock"
+    lock.write_text("numpy==2.2.6\ntorch==2.7.0\n")
+    nodeps.write_text("dp-accounting==0.4.4\n")
+    source = tmp_path / "module.py"
+    code = 'def scale(x):\n    """Twice x."""\n    return 2 * x\n'
+    source.write_text(code)
+    sources = [str(source)]
+
+    def digest() -> str:
+        return worker.staleness_digest(str(root), sources)
+
+    base = digest()
+    assert digest() == base
+    source.write_text("# a new comment\n" + code.replace("2 * x", "2 * x  # why twice") + "\n\n")
+    assert digest() == base, "a comment or a blank line made the worker stale"
+    source.write_text(code.replace("2 * x", "3 * x"))
+    assert digest() != base, "a code edit went unseen"
+    source.write_text(code)
+    assert digest() == base
+    lock.write_text("numpy==2.2.6\ntorch==2.7.1\n")
+    assert digest() != base, "a requirements.lock edit went unseen"
+    lock.write_text("numpy==2.2.6\ntorch==2.7.0\n")
+    assert digest() == base
+    nodeps.write_text("dp-accounting==0.4.5\n")
+    assert digest() != base, "a requirements-nodeps.lock edit went unseen"
+    nodeps.unlink()
+    assert digest() != base, "a removed lock file went unseen"
+
+
+def test_staleness_digest_is_cached_until_a_stat_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files older than the racy window are trusted by their stat: the sources are not
+    read again until one is written (ctime moves with every write)."""
+    source = tmp_path / "module.py"
+    source.write_text("x = 1\n")
+    (tmp_path / "requirements.lock").write_text("numpy==2.2.6\n")
+    later = time.time_ns() + int(60e9)  # every input looks old enough to trust its stat
+    monkeypatch.setattr(worker.time, "time_ns", lambda: later)
+    reads: list[str] = []
+    content = worker._content
+    monkeypatch.setattr(
+        worker, "_content", lambda kind, path: reads.append(path) or content(kind, path)
+    )
+    first = worker.staleness_digest(str(tmp_path), [str(source)])
+    assert str(source) in reads
+    reads.clear()
+    assert worker.staleness_digest(str(tmp_path), [str(source)]) == first
+    assert reads == [], "an unchanged input was read again"
+    source.write_text("x = 22\n")
+    assert worker.staleness_digest(str(tmp_path), [str(source)]) != first
+
+
+def test_the_server_hashes_the_reprolab_code_it_runs_itself() -> None:
+    sources = worker.server_sources()
+    package = Path(worker.__file__).resolve().parents[1]
+    assert str(Path(worker.__file__).resolve()) in sources
+    assert str(package / "core" / "fingerprint.py") in sources
+    assert all(Path(s).is_relative_to(package) for s in sources)
+
+
+# ---------------------------------------------------------------- CUDA
+
+
+def test_cuda_refusal_asks_a_loaded_torch_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert worker.cuda_refusal() is None  # torch not loaded: not imported to ask
+    assert "torch" not in sys.modules
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(is_initialized=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert worker.cuda_refusal() is None
+    fake.cuda.is_initialized = lambda: True
+    assert "CUDA is initialised" in (worker.cuda_refusal() or "")
+    assert "CUDA is initialised" in (worker._fork_safe() or ""), "a CUDA worker would serve"
+
+
+def _start_fake_cuda_worker(root: Path, flag: Path) -> subprocess.CompletedProcess:
+    return cli(
+        root,
+        "worker",
+        "start",
+        REPROLAB_WORKER_PRELOAD="yaml,fake_cuda",
+        WORKER_TEST_CUDA_FLAG=str(flag),
+    )
+
+
+def test_worker_refuses_to_fork_once_cuda_is_initialised(mini: Path) -> None:
+    """CUDA initialised in the server after it started: the client is told why and runs
+    the stage in-process, and the worker exits (it could never fork again)."""
+    flag = mini.parent / "cuda-initialised"
+    start = _start_fake_cuda_worker(mini, flag)
+    assert start.returncode == 0, start.stderr
+    pid = worker.status(str(mini))["pid"]
+    try:
+        flag.write_text("")
+        proc = cli(mini, "check", WORKER_TEST_CUDA_FLAG=str(flag))
+        here = cli(mini, "check", REPROLAB_WORKER="off")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == here.stdout, "the in-process fallback printed something else"
+        assert "CUDA is initialised in the worker process" in proc.stderr
+        assert "running it in-process" in proc.stderr
+        assert not (mini.parent / "stage.pid").exists(), "the worker forked the stage"
+        assert gone(pid, 5), "a worker that cannot fork kept running"
+        log = (mini / worker.STATE_DIR / "worker.log").read_text()
+        assert "exiting (CUDA is initialised" in log
+    finally:
+        if not gone(pid, 0):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_worker_with_cuda_initialised_at_preload_does_not_serve(mini: Path) -> None:
+    flag = mini.parent / "cuda-initialised"
+    flag.write_text("")
+    start = _start_fake_cuda_worker(mini, flag)
+    assert start.returncode == 1
+    assert "cannot fork safely after preloading: CUDA is initialised" in start.stderr
+    assert worker.status(str(mini)) is None
+    proc = cli(mini, "check")
+    assert proc.returncode == 0 and proc.stdout.startswith("params.yaml OK"), proc.stderr
+
+
+# ---------------------------------------------------------------- router, layering
+
+
+def test_operations_commands_have_one_router(mini: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m reprolab` routes worker and mlflow-server (reprolab.ops.COMMANDS); the
+    stage router lists them and forwards to the same function, arguments untouched."""
+    from reprolab import cli as stage_cli
+    from reprolab import ops
+
+    help_text = cli(mini, "--help", REPROLAB_WORKER="off")
+    assert help_text.returncode == 0
+    for name in ops.COMMANDS:
+        assert name in help_text.stdout
+    assert cli(mini, "worker", "status").returncode == 3  # no worker: routed, not a stage
+    worker_help = cli(mini, "worker", "--help")
+    assert worker_help.returncode == 0 and "usage: reprolab worker" in worker_help.stdout
+    calls: list[list[str]] = []
+    monkeypatch.setattr(worker, "command", lambda argv: calls.append(argv) or 5)
+    assert stage_cli.main(["worker", "start", "--idle", "3"]) == 5
+    assert stage_cli.main(["worker", "--help"]) == 5
+    assert calls == [["start", "--idle", "3"], ["--help"]]
+
+
+def _reprolab_imports(path: Path) -> set[str]:
+    """The reprolab modules a file imports (``from reprolab import x`` as reprolab.x)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("reprolab"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reprolab"):
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def test_only_the_train_stage_imports_ops_and_only_the_executor() -> None:
+    """The core, contract, config, registry, paths and the stages import no ops module,
+    except the train stage's executor choice and Dask client (reprolab.ops.executor,
+    which imports nothing of reprolab)."""
+    src = ROOT / "src" / "reprolab"
+    lower = [src / f"{m}.py" for m in ("contract", "config", "registry", "paths")]
+    lower += sorted((src / "core").rglob("*.py")) + sorted((src / "stages").rglob("*.py"))
+    found = {
+        (str(path.relative_to(src)), name)
+        for path in lower
+        for name in _reprolab_imports(path)
+        if name == "reprolab.ops" or name.startswith("reprolab.ops.")
+    }
+    assert found == {("stages/train.py", "reprolab.ops.executor")}
+    assert _reprolab_imports(src / "ops" / "executor.py") == set()
+    assert _reprolab_imports(src / "ops" / "__init__.py") == set()

@@ -189,3 +189,18 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
             return {key: data[key] for key in data.files}
     except (OSError, ValueError, EOFError) as exc:
         raise CorruptDataError(f"{path} cannot be read ({exc})") from exc
+
+
+def rebuild_hint(name: str) -> str:
+    """How to rebuild shared asset ``name``."""
+    return f"Rebuild it with `dvc repro assets@{name}`."
+
+
+def verified_asset(root: Path, name: str) -> Path:
+    """The folder of a built shared asset of project ``root``, after checking every file
+    against its manifest (a missing or corrupt one is named with its rebuild command)."""
+    from reprolab.paths import asset_dir
+
+    folder = asset_dir(root, name)
+    verify_folder(folder, rebuild_hint(name))
+    return folder

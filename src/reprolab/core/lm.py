@@ -202,12 +202,10 @@ def load(folder: Path | str, dtype: str = "float32"):
     return model.eval(), tokenizer
 
 
-def load_asset(root: Path, dtype: str = "float32"):
-    """:func:`load` of the built ``smollm2`` asset of project ``root``, after checking
-    its files against the manifest (a missing or corrupt asset names the stage)."""
-    from reprolab.stages.assets import verified
-
-    folder = verified(Path(root), ASSET)
+def load_asset(folder: Path, dtype: str = "float32"):
+    """:func:`load` of the built ``smollm2`` asset in ``folder`` (a method's verified
+    asset folder, ``Run.asset(ASSET)``)."""
+    folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(
             f"the {ASSET} asset in {folder} holds the tokenizer only (built with "
@@ -217,11 +215,10 @@ def load_asset(root: Path, dtype: str = "float32"):
     return load(folder, dtype)
 
 
-def load_asset_tokenizer(root: Path | str):
-    """The tokenizer of the built ``smollm2`` asset (with or without weights)."""
-    from reprolab.stages.assets import verified
-
-    return load_tokenizer(verified(Path(root), ASSET))
+def load_asset_tokenizer(folder: Path | str):
+    """The tokenizer of the built ``smollm2`` asset in ``folder`` (with or without
+    weights; a method's verified asset folder, ``Run.asset(ASSET)``)."""
+    return load_tokenizer(Path(folder))
 
 
 def tiny_model(
@@ -684,12 +681,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def fit_lora(module, train, epochs: int, resume_dir: Path) -> None:
+def fit_lora(module, train, epochs: int, resume_dir: Path, *, trainer) -> None:
     """:func:`reprolab.core.training.fit_resumable` for a :class:`LoraModule` (no
-    validation loader): ``resume_dir/last.ckpt`` after every epoch, adapter only."""
+    validation loader) on ``trainer``'s devices (the method's ``Run.trainer``):
+    ``resume_dir/last.ckpt`` after every epoch, adapter only."""
     from reprolab.core.training import fit_resumable
 
-    fit_resumable(module, train, None, epochs, Path(resume_dir))
+    fit_resumable(module, train, None, epochs, Path(resume_dir), trainer=trainer)
 
 
 def save_adapter(peft_model, folder: Path | str) -> Path:

@@ -261,6 +261,21 @@ class Plan:
         return max(1, math.ceil(n / per_seed))
 
 
+def plan_for(evidence, profile_seeds) -> Plan:
+    """The sequential plan of a method's evidence settings
+    (:class:`reprolab.contract.EvidenceConfig`) for a profile's seeds: looks from the
+    first look's seed count in steps of ``step`` up to ``max_seeds`` (at least the first
+    look: one look, a fixed-n analysis, when it is not set)."""
+    first = len(evidence.base_seeds(profile_seeds))
+    return Plan(
+        first=first,
+        step=evidence.step,
+        max_seeds=max(evidence.max_seeds or first, first),
+        alpha=evidence.alpha,
+        spending=evidence.spending,
+    )
+
+
 def asymptotic_cs_halfwidth(
     n: np.ndarray | int, sd: np.ndarray | float, alpha: float, n_opt: int
 ) -> np.ndarray:

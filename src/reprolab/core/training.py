@@ -44,7 +44,7 @@ import torch
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from reprolab.contract import TrainerConfig, stage_trainer
+from reprolab.contract import TrainerConfig
 from reprolab.core.devices import check_device  # noqa: F401  (re-exported)
 
 LAST = "last.ckpt"
@@ -187,13 +187,13 @@ UNSUPPORTED_HOOKS = (
 )
 
 
-def make_fabric(settings: TrainerConfig | None = None, **overrides: Any):
-    """A Lightning Fabric with the running stage's device settings (params.yaml's
-    ``trainer``, see :class:`reprolab.contract.TrainerConfig`), or ``settings``;
-    ``overrides`` win."""
+def make_fabric(trainer: TrainerConfig, **overrides: Any):
+    """A Lightning Fabric with ``trainer``'s device settings (params.yaml's ``trainer``
+    section as the method's run has it, ``Run.trainer``; see
+    :class:`reprolab.contract.TrainerConfig`); ``overrides`` win."""
     from lightning.fabric import Fabric
 
-    s = settings or stage_trainer()
+    s = trainer
     kwargs: dict[str, Any] = {
         "accelerator": s.accelerator,
         "devices": s.devices,
@@ -357,14 +357,15 @@ def fit(
     val: DataLoader | None = None,
     max_epochs: int = 1,
     resume_dir: Path | None = None,
-    settings: TrainerConfig | None = None,
+    trainer: TrainerConfig | None = None,
 ) -> FitState:
     """Train ``module`` for ``max_epochs`` on ``train``, watching ``val`` after every
-    epoch, on the running stage's devices (or ``settings``). With ``resume_dir``,
+    epoch, on ``trainer``'s devices (default: ``TrainerConfig()``, a GPU where there is
+    one; a method passes its ``Run.trainer``). With ``resume_dir``,
     ``last.ckpt`` there is written every epoch and an earlier attempt's is resumed.
     Returns the loop state (``world_size``, final ``global_step``)."""
     _check_module(module)
-    fabric = make_fabric(settings)
+    fabric = make_fabric(trainer or TrainerConfig())
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         spawned = fabric.launch(_run, module, train, val, max_epochs, resume_dir, os.getpid())
@@ -383,11 +384,13 @@ def fit_resumable(
     val: DataLoader | None,
     max_epochs: int,
     resume_dir: Path,
+    *,
+    trainer: TrainerConfig,
 ) -> None:
-    """:func:`fit`, continuing from ``resume_dir/last.ckpt`` when an earlier attempt
-    left one."""
+    """:func:`fit` on ``trainer``'s devices (the method's ``Run.trainer``), continuing
+    from ``resume_dir/last.ckpt`` when an earlier attempt left one."""
     resume_dir.mkdir(parents=True, exist_ok=True)
-    fit(module, train, val, max_epochs, resume_dir)
+    fit(module, train, val, max_epochs, resume_dir, trainer)
 
 
 class ClassifierModule(HistoryModule):
@@ -449,10 +452,12 @@ def fit_supervised(
     epochs: int,
     seed: int,
     resume_dir: Path,
+    *,
+    trainer: TrainerConfig,
 ) -> None:
     """:func:`fit_resumable` on ``(x, y)`` tensors: shuffled training batches of
     ``batch_size`` (order fixed by ``seed`` and epoch) and the validation part, watched
     every epoch, in batches of 4096 in its own order."""
     train_batches = batches(*train, batch_size, seed, shuffle=True)
     val_batches = batches(*val, 4096, seed, shuffle=False)
-    fit_resumable(module, train_batches, val_batches, epochs, resume_dir)
+    fit_resumable(module, train_batches, val_batches, epochs, resume_dir, trainer=trainer)

@@ -13,10 +13,9 @@ from reprolab import config, registry
 from reprolab.contract import (
     MethodConfig,
     MethodSpec,
+    Run,
     TrainedUnits,
     Unit,
-    asset_folder,
-    enter_stage,
     is_runtime_metric,
 )
 from reprolab.core import io
@@ -33,6 +32,8 @@ class StageContext:
     spec: MethodSpec
     cfg: MethodConfig
     paths: MethodPaths
+    _assets: dict[str, Path] | None = None
+    _run: Run | None = None
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -60,17 +61,31 @@ class StageContext:
 
     def assets(self) -> dict[str, Path]:
         """The verified folder of every asset the method reads (a missing or corrupt
-        one is named, with the command that rebuilds it, before any compute); the hooks
-        get the same folders from ``contract.asset_folder``, checked once."""
-        return {name: asset_folder(name) for name in self.spec.assets}
+        one is named, with the command that rebuilds it, before any compute), checked
+        once per stage."""
+        if self._assets is None:
+            self._assets = {n: io.verified_asset(self.root, n) for n in self.spec.assets}
+        return self._assets
+
+    @property
+    def run(self) -> Run:
+        """What the method's hooks get (the assets verified on first use)."""
+        if self._run is None:
+            self._run = Run(
+                spec=self.spec,
+                cfg=self.cfg,
+                seeds=self.seeds,
+                root=self.root,
+                assets=self.assets(),
+                profile=self.profile,
+            )
+        return self._run
 
     def units(self, hooks: ModuleType, tasks: list[str]) -> list[Unit]:
         """Every unit of the run (trained and evaluation-only), checked against the spec:
         the first look's seeds on every unit, a seed a round added only on the units it
         was added to (and the trained units those evaluate)."""
-        units = select_units(
-            self.spec, hooks.units(self.cfg, self.seeds, tasks), self.base_seeds, self.cfg
-        )
+        units = select_units(self.spec, hooks.units(self.run, tasks), self.base_seeds, self.cfg)
         names = set(self.spec.variant_names())
         for unit in units:
             if unit.variant not in names:
@@ -133,8 +148,6 @@ def context(slug: str, stage: str, root: Path) -> StageContext:
     preflight(os.environ["MLFLOW_TRACKING_URI"])
     spec = registry.get(slug)
     cfg = project.method(slug)
-    # for contract.asset_folder and core.training.make_fabric in the hooks
-    enter_stage(spec, root, cfg.trainer)
     return StageContext(
         root=root,
         slug=slug,
@@ -224,7 +237,7 @@ class Trained(TrainedUnits):
     def _restore(self, unit: Unit) -> Any:
         source = self._ctx.spec.source_unit(unit)
         return self._hooks.restore(
-            source, self._ctx.cfg, self._data[source.task], self.checkpoint(source)["state"]
+            self._ctx.run, source, self._data[source.task], self.checkpoint(source)["state"]
         )
 
 

@@ -20,17 +20,6 @@ from reprolab.stages._common import split_timings
 EXPERIMENT = "assets"
 
 
-def rebuild_hint(name: str) -> str:
-    return f"Rebuild it with `dvc repro assets@{name}`."
-
-
-def verified(root: Path, name: str) -> Path:
-    """The folder of a built asset, after checking every file against its manifest."""
-    folder = asset_dir(root, name)
-    io.verify_folder(folder, rebuild_hint(name))
-    return folder
-
-
 def run(name: str, root: Path) -> dict:
     registry.check_asset(name)
     project = config.load(root / "params.yaml")

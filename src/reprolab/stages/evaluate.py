@@ -80,7 +80,7 @@ def run(slug: str, root: Path) -> dict:
         io.write_json(out / "metrics.json", summary)
         io.write_json(out / "headline.json", headline(ctx.spec, summary))
         with io.atomic_dir(out / "plots") as tmp:
-            figures = hooks.plots(table, tmp, trained) if hasattr(hooks, "plots") else []
+            figures = hooks.plots(ctx.run, table, tmp, trained) if hasattr(hooks, "plots") else []
         log(f"evaluate@{slug}: {len(figures)} plots, {len(results)} claim results")
 
         runtime = ctx.paths.runtime
@@ -90,7 +90,7 @@ def run(slug: str, root: Path) -> dict:
             by_id = io.read_json(train_timings)["units"] if train_timings.is_file() else {}
             timings = {u: by_id.get(u.id, {}) for u in trained_units}
             with io.atomic_dir(runtime / "plots") as tmp:
-                hooks.runtime_plots(runtime_table, tmp, timings)
+                hooks.runtime_plots(ctx.run, runtime_table, tmp, timings)
             for plot in sorted((runtime / "plots").glob("*.png")):
                 tracker.log_artifact(tracker.run_id, plot, "plots")
         with io.atomic_path(runtime / "runtime_metrics.csv") as tmp:
@@ -123,7 +123,9 @@ def judge(ctx, table: pd.DataFrame, everything: pd.DataFrame, precisions: list[s
     look's and those the sequential rounds added for it: a claim decided earlier keeps
     the seeds it was decided on), at the look of the method's sequential plan."""
     evidence = ctx.cfg.evidence
-    plan = evidence.plan(ctx.project.seeds)
+    from reprolab.core.sequential import plan_for
+
+    plan = plan_for(evidence, ctx.project.seeds)
     results = []
     for claim in ctx.spec.claims:
         source = everything if is_runtime_metric(claim.metric) else table
@@ -193,14 +195,14 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
             continue
         if loaded is None or loaded[0] != source:
             state = trained.checkpoint(source)["state"]
-            model = hooks.restore(source, ctx.cfg, task_data, state)
+            model = hooks.restore(ctx.run, source, task_data, state)
             models = {"fp32": model}
             for precision in ctx.spec.precisions:
                 if precision != "fp32":
                     models[precision] = casts.cast(model, precision)
             for scheme in schemes:
                 qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
-                arch = hooks.restore(source, ctx.cfg, task_data, state)
+                arch = hooks.restore(ctx.run, source, task_data, state)
                 models[scheme] = quant.restore_quantized(
                     arch, scheme, qstate, keep_fp32=ctx.spec.quantization.keep_fp32
                 )
@@ -213,7 +215,7 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
             unit_rows, n_memo = list(cached), n_memo + 1
         else:
             for precision, m in models.items():
-                metrics = hooks.evaluate_unit(m, unit, ctx.cfg, task_data, history)
+                metrics = hooks.evaluate_unit(ctx.run, m, unit, task_data, history)
                 absent = sorted(expected - set(metrics))
                 if absent:
                     raise ValueError(
@@ -228,7 +230,7 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
         # quantization computes in fp32, so its latency says nothing).
         if measure_latency:
             latency_done.add(source.variant)
-            example = hooks.example_input(source, ctx.cfg, task_data)
+            example = hooks.example_input(ctx.run, source, task_data)
             for precision, m in models.items():
                 if precision in efficiency and efficiency[precision]["real_kernel"]:
                     efficiency[precision]["latency_ms"].append(

@@ -21,7 +21,7 @@ def run(slug: str, root: Path) -> dict:
     tracker = open_tracker(root, slug, "prepare", ctx.profile, ctx.spec.title)
     log(f"prepare@{slug}: building datasets ({ctx.profile} profile)")
     started = time.perf_counter()
-    datasets, meta = hooks.prepare(ctx.cfg, ctx.seeds, ctx.paths.raw, assets)
+    datasets, meta = hooks.prepare(ctx.run, ctx.paths.raw)
     meta, timings = split_timings(meta)
     build_seconds = time.perf_counter() - started
     tracker.start(ctx.params(), inputs=[])

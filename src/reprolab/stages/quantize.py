@@ -75,8 +75,8 @@ def run(slug: str, root: Path) -> dict:
             for i, unit in enumerate(units, 1):
                 ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
                 task_data = data[unit.task]
-                model = hooks.restore(unit, ctx.cfg, task_data, ckpt["state"])
-                calib = _calibration(hooks, unit, ctx.cfg, task_data, model)
+                model = hooks.restore(ctx.run, unit, task_data, ckpt["state"])
+                calib = _calibration(hooks, ctx.run, unit, task_data, model)
                 sizes.setdefault(
                     "fp32",
                     {
@@ -171,12 +171,12 @@ def _kept_note(kept: dict[str, int]) -> str:
     return "; full precision: " + ", ".join(kept) if kept else ""
 
 
-def _calibration(hooks, unit, cfg, data, model) -> list:
+def _calibration(hooks, run, unit, data, model) -> list:
     """The method's calibration inputs, else its latency example as the one batch."""
     if hasattr(hooks, "calibration_inputs"):
-        inputs = list(hooks.calibration_inputs(unit, cfg, data, model))
+        inputs = list(hooks.calibration_inputs(run, unit, data, model))
     elif hasattr(hooks, "example_input"):
-        inputs = [hooks.example_input(unit, cfg, data)]
+        inputs = [hooks.example_input(run, unit, data)]
     else:
         inputs = []
     return inputs

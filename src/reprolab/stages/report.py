@@ -5,16 +5,22 @@ verdict, the profile and (in the .md/.html views) a link to the MLflow run that
 produced it. claims.csv, quantization.csv and summary.json are versioned by DVC and
 hash the same on a rerun; the views also show run links and measured latency, read from
 data/runtime/, and are rewritten on every run.
+
+This module collects the tables (``collect``, ``collect_quantization``, ``summarize``);
+the views are rendered from the Jinja2 templates in ``templates/`` (``claims.md.j2``,
+``quant.md.j2``, ``claims.html.j2`` and ``quant.html.j2``, the HTML autoescaped).
 """
 
 from __future__ import annotations
 
-import html
+import functools
 import math
 import os
 from pathlib import Path
 
+import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from reprolab import config, registry
 from reprolab.contract import is_runtime_metric
@@ -70,6 +76,8 @@ CLAIMS_NOTE = (
     " compared as it is, 'exhaustive' a property every unit must show; detectable is the"
     " interval's half-width, the smallest effect the test could see."
 )
+#: the same, short, under the HTML claims table's "ours" column header
+OURS_NOTE = "'exact' marks a deterministic value, 'exhaustive' a property every unit must show"
 
 
 def run(root: Path) -> dict:
@@ -316,82 +324,6 @@ def collect_quantization(root: Path, slugs: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=QUANT_COLUMNS)
 
 
-def quant_markdown(table: pd.DataFrame) -> str:
-    if table.empty:
-        return ""
-    lines = [
-        "",
-        "## Quantization: size, coverage, error and latency",
-        "",
-        "Effective bytes count packed low-bit codes, fp16 scales, low-rank factors and sparse"
-        " outliers (see `reprolab.core.quant`); coverage is the share of the model's"
-        " parameters the scheme really quantized, and full precision names the module types"
-        " it left in fp32 (parameters in parentheses); layer error is the mean relative"
-        " output error of the quantized layers on calibration inputs. Latency only where a"
-        " real low-bit kernel runs.",
-        "",
-        "| method | precision | effective bytes | x fp32 | coverage | full precision "
-        "| mean layer error | latency ms |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in table.itertuples():
-        err = (
-            ""
-            if r.layer_error_mean is None or pd.isna(r.layer_error_mean)
-            else f"{r.layer_error_mean:.4f}"
-        )
-        lat = (
-            f"{r.latency_ms:.3f}"
-            if r.latency_ms is not None and not pd.isna(r.latency_ms)
-            else r.latency
-        )
-        lines.append(
-            f"| {r.method} | {r.precision} | {_int(r.effective_bytes)} | {r.x_fp32} "
-            f"| {_share(r.coverage)} | {r.full_precision} | {err} | {lat} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def quant_html(table: pd.DataFrame) -> str:
-    """The quantization table of :func:`quant_markdown`, as HTML."""
-    if table.empty:
-        return ""
-    head = "".join(
-        f"<th>{c}</th>"
-        for c in (
-            "method",
-            "precision",
-            "effective bytes",
-            "x fp32",
-            "coverage",
-            "full precision",
-            "mean layer error",
-            "latency ms",
-        )
-    )
-    body = []
-    for r in table.itertuples():
-        err = "" if _missing(r.layer_error_mean) else f"{r.layer_error_mean:.4f}"
-        lat = r.latency if _missing(r.latency_ms) else f"{r.latency_ms:.3f}"
-        cells = [
-            r.method,
-            r.precision,
-            _int(r.effective_bytes),
-            "" if _missing(r.x_fp32) else r.x_fp32,
-            _share(r.coverage),
-            r.full_precision,
-            err,
-            lat,
-        ]
-        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
-    return (
-        "<h2>Quantization: size, coverage, error and latency</h2>"
-        "<p>Coverage: share of parameters the scheme really quantized; full precision: module"
-        " types left in fp32 (parameters). Latency only where a real low-bit kernel runs.</p>"
-        f"<table><tr>{head}</tr>{''.join(body)}</table>"
-    )
-
-
 def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
@@ -529,6 +461,46 @@ def compute_seconds(root: Path, slug: str) -> float | None:
     return float(total)
 
 
+# ----------------------------------------------------------------------------- rendering
+# claims.md and claims.html are rendered from the Jinja2 templates in templates/ (the
+# Markdown as it is, the HTML autoescaped); what is formatted here is handed to them
+# ready to print, as values (_claim_rows, _quant_rows, _figures) or filters (_environment).
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        # *.html.j2 autoescaped, *.md.j2 not
+        autoescape=jinja2.select_autoescape(["html", "html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["secs"] = _secs
+    env.filters["runs_view"] = runs_view_url
+    return env
+
+
+def _render(template: str, **context) -> str:
+    from reprolab.core.claims import EVIDENCE_RULES
+
+    return (
+        _environment()
+        .get_template(template)
+        .render(
+            evidence_rules=EVIDENCE_RULES,
+            verdicts=VERDICT_MEANING,
+            claims_note=CLAIMS_NOTE,
+            ours_note=OURS_NOTE,
+            **context,
+        )
+    )
+
+
 def _verdict_text(r) -> str:
     """'inconclusive (n < 3 (n = 2); the check alone: reproduced)' etc."""
     out = r.verdict
@@ -577,6 +549,41 @@ def _per_task(per_task: list) -> str:
     return "; ".join(one(p) for p in per_task)
 
 
+def _claim_rows(table: pd.DataFrame) -> list[dict]:
+    """The claims table's rows as the templates print them: the table's columns, plus
+    ``first`` (the method's first row, which carries its ``claims-<method>`` anchor),
+    ``key`` (its footnote), ``ours``, ``verdict_text``, ``meaning`` and ``per_task`` as
+    text."""
+    rows, seen = [], set()
+    for r in table.itertuples(index=False):
+        rows.append(
+            {
+                **r._asdict(),
+                "first": r.method not in seen,
+                "key": f"{r.method}-{r.claim}",
+                "ours": _ours(r),
+                "verdict_text": _verdict_text(r),
+                "meaning": VERDICT_MEANING.get(r.verdict, ""),
+                "per_task": _per_task(r.per_task) if r.per_task else "",
+            }
+        )
+        seen.add(r.method)
+    return rows
+
+
+def _figures(figures: dict[str, list[Path]], out: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per section with figures: its title and each figure's (name, path from ``out``)."""
+    return [
+        (title, [(p.stem, os.path.relpath(p, out)) for p in paths])
+        for title, paths in figures.items()
+        if paths
+    ]
+
+
+def _overview_rows(overview: pd.DataFrame | None) -> list:
+    return [] if overview is None else list(overview.itertuples(index=False))
+
+
 def to_markdown(
     table: pd.DataFrame,
     figures: dict,
@@ -585,74 +592,21 @@ def to_markdown(
     overview: pd.DataFrame,
     links: bool = True,
 ) -> str:
-    from reprolab.core.claims import EVIDENCE_RULES
-
-    lines = [
-        "# Claims: paper vs measured",
-        "",
-        f"Profile: **{profile}**"
-        + (
-            " (smoke-level verdicts check the machinery; they are not evidence)"
-            if profile == "smoke"
-            else ""
-        ),
-        "",
-        "## Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)",
-        "",
-        "| method | paper | profile | seeds | reproduced | not reproduced | inconclusive "
-        "| out of reach | changes under quantization | compute |" + (" runs |" if links else ""),
-        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if links else ""),
-    ]
-    for r in overview.itertuples():
-        changed = "<br>".join(r.changed) or "none"
-        runs = f" [mlflow]({_ui()}/{runs_view_url(r.experiment_id)}) |" if links else ""
-        lines.append(
-            f"| [{r.method}](#claims-{r.method}) | {r.title} | {r.profile} | {r.seeds} "
-            f"| {r.reproduced} | {r.not_reproduced} | {r.inconclusive} | {r.out_of_reach} "
-            f"| {changed} "
-            f"| {_secs(r.compute_s)} |" + runs
-        )
-    lines += [
-        "",
-        f"**Evidence rules.** {EVIDENCE_RULES}",
-        "",
-        "Verdicts: " + "; ".join(f"*{k}*: {v}" for k, v in VERDICT_MEANING.items()) + ".",
-        "",
-        "## Claims",
-        "",
-        CLAIMS_NOTE + " The paper's setting is in the footnote.",
-        "",
-        "| method | claim | precision | the claim | paper | ours | detectable | verdict |"
-        + (" run |" if links else ""),
-        "|---|---|---|---|---|---|---|---|" + ("---|" if links else ""),
-    ]
+    """claims.md (templates/claims.md.j2), without the quantization section."""
+    claims = _claim_rows(table)
     notes: dict[str, str] = {}  # footnote key -> the paper's setting and the check
-    seen: set[str] = set()
-    for r in table.itertuples():
-        key = f"{r.method}-{r.claim}"
-        anchor = "" if r.method in seen else f'<a id="claims-{r.method}"></a>'
-        seen.add(r.method)
-        notes.setdefault(key, f"Paper: {r.paper_setting}. Check: {r.detail}")
-        extra = f" (smallest effect that matters {r.effect})" if r.effect != "n/a" else ""
-        central = " **(central)**" if r.central else ""
-        source = f" ({r.paper_source})" if r.paper_source else ""
-        lines.append(
-            f"| {r.method} | {r.claim}{central} | {r.precision} | {anchor}{r.statement} "
-            f"| {r.paper}{source}[^{key}] | {_ours(r)} | {r.detectable}{extra} "
-            f"| **{_verdict_text(r)}** |" + (f" [mlflow]({r.run}) |" if links else "")
-        )
-    majority = table[table.per_task.map(bool)] if len(table) else table
-    if len(majority):
-        lines += ["", "### Per-task outcomes of the checks over tasks", ""]
-        for r in majority.itertuples():
-            lines.append(f"- {r.method} {r.claim} [{r.precision}]: {_per_task(r.per_task)}")
-    lines.append("")
-    lines += [f"[^{k}]: {text}" for k, text in notes.items()]
-    for title, paths in figures.items():
-        if paths:
-            lines += ["", f"## {title}", ""]
-            lines += [f"![{p.stem}]({os.path.relpath(p, out)})" for p in paths]
-    return "\n".join(lines) + "\n"
+    for c in claims:
+        notes.setdefault(c["key"], f"Paper: {c['paper_setting']}. Check: {c['detail']}")
+    return _render(
+        "claims.md.j2",
+        profile=profile,
+        overview=_overview_rows(overview),
+        claims=claims,
+        notes=notes,
+        figures=_figures(figures, out),
+        links=links,
+        ui=_ui(),
+    )
 
 
 def to_html(
@@ -663,94 +617,57 @@ def to_html(
     overview: pd.DataFrame | None = None,
     links: bool = True,
 ) -> str:
-    from reprolab.core.claims import EVIDENCE_RULES
+    """claims.html (templates/claims.html.j2); ``quant`` is the HTML of :func:`quant_html`."""
+    return _render(
+        "claims.html.j2",
+        overview=_overview_rows(overview),
+        claims=_claim_rows(table),
+        quant=Markup(quant),  # HTML rendered (and escaped) by quant.html.j2
+        figures=_figures(figures, out),
+        links=links,
+        ui=_ui(),
+    )
 
-    esc = html.escape
-    summary_rows = []
-    for r in (overview if overview is not None else pd.DataFrame()).itertuples():
-        changed = "<br>".join(esc(c) for c in r.changed) or "none"
-        summary_rows.append(
-            f"<tr><td><a href='#claims-{esc(r.method)}'>{esc(r.method)}</a></td>"
-            f"<td>{esc(r.title)}</td><td>{esc(r.profile)}</td><td>{esc(r.seeds)}</td>"
-            + "".join(
-                # coloured only where there is a verdict of that kind to see
-                f"<td{f' class={k}' if n else ''}>{n}</td>"
-                for k, n in (
-                    ("reproduced", r.reproduced),
-                    ("not_reproduced", r.not_reproduced),
-                    ("inconclusive", r.inconclusive),
-                    ("out_of_reach", r.out_of_reach),
-                )
-            )
-            + f"<td>{changed}</td>"
-            f"<td>{_secs(r.compute_s)}</td>"
-            + (
-                f"<td><a href='{esc(_ui())}/{esc(runs_view_url(r.experiment_id))}'>mlflow</a></td>"
-                if links
-                else ""
-            )
-            + "</tr>"
-        )
-    head = "".join(
-        f"<th>{c}</th>"
-        for c in (
-            "method",
-            "claim",
-            "precision",
-            "the claim",
-            "paper",
-            "ours (interval, n)",
-            "detectable",
-            "verdict",
-            *(["run"] if links else []),
-        )
-    )
-    body = []
-    seen = set()
+
+def _quant_rows(table: pd.DataFrame, view: str) -> list[list[str]]:
+    """The quantization table's cells as text, for the ``"md"`` or the ``"html"`` view."""
+    rows = []
     for r in table.itertuples():
-        anchor = "" if r.method in seen else f" id='claims-{esc(r.method)}'"
-        seen.add(r.method)
-        details = f"<b>Paper's setting:</b> {esc(r.paper_setting)}<br><b>Check:</b> {esc(r.detail)}"
-        if r.per_task:
-            details += f"<br><b>Per task:</b> {esc(_per_task(r.per_task))}"
+        if view == "md":
+            err = (
+                ""
+                if r.layer_error_mean is None or pd.isna(r.layer_error_mean)
+                else f"{r.layer_error_mean:.4f}"
+            )
+            lat = (
+                f"{r.latency_ms:.3f}"
+                if r.latency_ms is not None and not pd.isna(r.latency_ms)
+                else r.latency
+            )
+            x_fp32 = f"{r.x_fp32}"
+        else:
+            err = "" if _missing(r.layer_error_mean) else f"{r.layer_error_mean:.4f}"
+            lat = r.latency if _missing(r.latency_ms) else f"{r.latency_ms:.3f}"
+            x_fp32 = "" if _missing(r.x_fp32) else f"{r.x_fp32}"
         cells = [
-            f"<td{anchor}>{esc(r.method)}</td>",
-            f"<td>{esc(r.claim)}{' <b>(central)</b>' if r.central else ''}</td>",
-            f"<td>{esc(r.precision)}</td>",
-            f"<td>{esc(r.statement)}<details><summary>details</summary>{details}</details></td>",
-            f"<td>{esc(r.paper)}{f' ({esc(r.paper_source)})' if r.paper_source else ''}</td>",
-            f"<td>{esc(_ours(r))}</td>",
-            f"<td>{esc(r.detectable)}</td>",
-            f"<td class={esc(r.verdict)} title='{esc(VERDICT_MEANING.get(r.verdict, ''))}'>"
-            f"<b>{esc(_verdict_text(r))}</b></td>",
-            *([f"<td><a href='{esc(r.run)}'>mlflow</a></td>"] if links else []),
+            r.method,
+            r.precision,
+            _int(r.effective_bytes),
+            x_fp32,
+            _share(r.coverage),
+            r.full_precision,
+            err,
+            lat,
         ]
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    legend = "".join(
-        f"<li><span class={k}>{k}</span>: {esc(v)}</li>" for k, v in VERDICT_MEANING.items()
-    )
-    imgs = "".join(
-        f"<h2>{esc(t)}</h2>"
-        + "".join(f"<img src='{os.path.relpath(p, out)}' width=560>" for p in ps)
-        for t, ps in figures.items()
-        if ps
-    )
-    return (
-        "<!doctype html><meta charset=utf-8><title>reprolab claims</title>"
-        "<style>body{font-family:sans-serif;margin:1.5em}td,th{border:1px solid #ccc;"
-        "padding:4px;vertical-align:top}table{border-collapse:collapse}"
-        ".reproduced{background:#e3f4e3}.not_reproduced{background:#fbe3e3}"
-        ".inconclusive{background:#f3f3f3}.out_of_reach{background:#eef0fb}"
-        "details{font-size:90%;color:#444}</style>"
-        "<h1>Claims: paper vs measured</h1><h2>Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)</h2>"
-        "<table><tr><th>method</th><th>paper</th><th>profile</th><th>seeds</th>"
-        "<th>reproduced</th><th>not reproduced</th><th>inconclusive</th><th>out of reach</th>"
-        "<th>changes under quantization</th><th>compute</th>"
-        + ("<th>runs</th>" if links else "")
-        + "</tr>"
-        f"{''.join(summary_rows)}</table>"
-        f"<p><b>Evidence rules.</b> {esc(EVIDENCE_RULES)}</p><ul>{legend}</ul>"
-        f"<h2>Claims</h2><p>{esc(CLAIMS_NOTE)} The paper's setting and the check are under"
-        f" each claim's details.</p><table><tr>{head}</tr>{''.join(body)}</table>"
-        f"{quant}{imgs}"
-    )
+        rows.append([f"{c}" for c in cells])
+    return rows
+
+
+def quant_markdown(table: pd.DataFrame) -> str:
+    """The quantization section of claims.md (templates/quant.md.j2); '' without rows."""
+    return "" if table.empty else _render("quant.md.j2", rows=_quant_rows(table, "md"))
+
+
+def quant_html(table: pd.DataFrame) -> str:
+    """The quantization table of :func:`quant_markdown`, as HTML (templates/quant.html.j2)."""
+    return "" if table.empty else _render("quant.html.j2", rows=_quant_rows(table, "html"))

@@ -27,12 +27,12 @@ import shutil
 import time
 from pathlib import Path
 
-from reprolab import executor
 from reprolab.contract import TrainedUnit, Unit, is_runtime_metric
 from reprolab.core import io
 from reprolab.core.devices import check_device
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
+from reprolab.ops import executor
 from reprolab.stages._common import (
     PreparedData,
     code_digest,
@@ -159,7 +159,7 @@ def _train_one(ctx, hooks, data, partial: Path, unit: Unit, label: str) -> Train
     resume = partial / "resume" / unit.id
     _check_resume(resume, label)
     return hooks.train_unit(
-        unit, ctx.cfg, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
+        ctx.run, unit, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
     )
 
 

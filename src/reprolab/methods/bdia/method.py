@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
-from reprolab.methods.bdia.config import BDIAConfig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,22 +26,18 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: BDIAConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     return datasets.image_tasks(
-        assets["images"], cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
+        run.asset("images"), cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
     )
 
 
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: BDIAConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.bdia import SPEC
-
-    variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    return run.default_units(tasks)
 
 
 def _n_features(data: dict) -> int:
@@ -50,7 +45,7 @@ def _n_features(data: dict) -> int:
 
 
 def train_unit(
-    unit: Unit, cfg: BDIAConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
@@ -58,21 +53,30 @@ def train_unit(
     from reprolab.methods.bdia.model import build_vit
     from reprolab.methods.bdia.module import ViTClassifier
 
+    cfg = run.cfg
     x_tr, y_tr = datasets.part_tensors(data, "train")
     x_va, y_va = datasets.part_tensors(data, "val")
     torch.manual_seed(unit.seed)  # the same initial weights for both variants of a seed
     net = build_vit(_n_features(data), cfg)
     module = ViTClassifier(net, unit.variant, cfg.bits, unit.seed, cfg.lr, cfg.epochs)
     fit_supervised(
-        module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+        module,
+        (x_tr, y_tr),
+        (x_va, y_va),
+        cfg.batch_size,
+        cfg.epochs,
+        unit.seed,
+        resume_dir,
+        trainer=run.trainer,
     )
     return TrainedUnit(state=net.state_dict(), history=module.history)
 
 
-def restore(unit: Unit, cfg: BDIAConfig, data: dict, state: dict) -> torch.nn.Module:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
     from reprolab.methods.bdia.model import FixedPointViT, build_vit
     from reprolab.methods.bdia.revvit import RevViT
 
+    cfg = run.cfg
     net = build_vit(_n_features(data), cfg)
     net.load_state_dict(state)
     if unit.variant == "bdia":
@@ -83,13 +87,12 @@ def restore(unit: Unit, cfg: BDIAConfig, data: dict, state: dict) -> torch.nn.Mo
 # ---------------------------------------------------------------- evaluate
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: BDIAConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     import torch
 
     from reprolab.methods.bdia.check import reconstruction_check
 
+    cfg = run.cfg
     out = {}
     with torch.inference_mode():
         for part in ("train", "val", "test"):
@@ -107,16 +110,16 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: BDIAConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return datasets.part_tensors(data, "test")[0][:256]
 
 
-def calibration_inputs(unit: Unit, cfg: BDIAConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
     return [datasets.part_tensors(data, "train")[0][:512]]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.bdia import plots as figs
 
     return [

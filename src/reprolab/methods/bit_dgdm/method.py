@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.bit_dgdm import graphs
 from reprolab.methods.bit_dgdm.config import BitDGDMConfig
 
@@ -21,16 +21,14 @@ if TYPE_CHECKING:
     import pandas as pd
     import torch
 
-VARIANT = "digress"
 #: number of node and edge types per task
 TYPES = {"qm9": (len(graphs.ATOMS), len(graphs.BOND_ORDERS)), "community": (1, 2)}
 
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: BitDGDMConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     tasks, meta = {}, {}
     for name in cfg.datasets:
         if name == "qm9":
@@ -56,8 +54,9 @@ def prepare(
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: BitDGDMConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    return [Unit(t, VARIANT, s) for t in sorted(tasks) for s in seeds]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """One unit per (task, seed) of the one variant, ``digress``."""
+    return run.default_units(tasks)
 
 
 def _split(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -103,7 +102,7 @@ def marginals(data: dict, kx: int, ke: int) -> dict[str, torch.Tensor]:
 
 
 def train_unit(
-    unit: Unit, cfg: BitDGDMConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
     from torch.utils.data import DataLoader
@@ -111,6 +110,7 @@ def train_unit(
     from reprolab.core.training import EpochBatchSampler, TensorBatches, fit_resumable
     from reprolab.methods.bit_dgdm.module import DiffusionModule
 
+    cfg = run.cfg
     torch.manual_seed(unit.seed)
     model = build(unit, cfg, data)
     for name, value in marginals(data, *TYPES[unit.task]).items():
@@ -122,12 +122,19 @@ def train_unit(
         sampler = EpochBatchSampler(len(tensors[0]), cfg.batch_size, unit.seed, shuffle)
         return DataLoader(TensorBatches(*tensors), sampler=sampler, batch_size=None)
 
-    fit_resumable(module, loader("train", True), loader("val", False), cfg.epochs, resume_dir)
+    fit_resumable(
+        module,
+        loader("train", True),
+        loader("val", False),
+        cfg.epochs,
+        resume_dir,
+        trainer=run.trainer,
+    )
     return TrainedUnit(state=model.state_dict(), history=module.history)
 
 
-def restore(unit: Unit, cfg: BitDGDMConfig, data: dict, state: dict) -> torch.nn.Module:
-    model = build(unit, cfg, data)
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    model = build(unit, run.cfg, data)
     model.load_state_dict(state)
     return model.eval()
 
@@ -141,12 +148,11 @@ def _generator(unit: Unit, salt: int):
     return torch.Generator().manual_seed(1_000_003 * unit.seed + salt)
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: BitDGDMConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     from reprolab.core import quant
     from reprolab.methods.bit_dgdm import diffusion, metrics
 
+    cfg = run.cfg
     # The same generator at every precision: differences come from quantization only.
     n_samples = cfg.qm9_samples if unit.task == "qm9" else cfg.community_samples
     samples = diffusion.sample(model, n_samples, _generator(unit, 1), cfg.sample_batch)
@@ -186,11 +192,12 @@ def _quality(unit: Unit, cfg: BitDGDMConfig, data: dict, samples: list, train: l
     )
 
 
-def calibration_inputs(unit: Unit, cfg: BitDGDMConfig, data: dict, model) -> list[tuple]:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list[tuple]:
     """Data-free: the denoiser inputs at every step of the full-precision model's own
     reverse chain (``calib_graphs`` graphs, a generator disjoint from evaluation's)."""
     from reprolab.methods.bit_dgdm import diffusion
 
+    cfg = run.cfg
     seen: list[tuple] = []
     diffusion.sample(model, cfg.calib_graphs, _generator(unit, 2), cfg.calib_graphs, seen)
     return seen
@@ -200,13 +207,14 @@ def calibration_inputs(unit: Unit, cfg: BitDGDMConfig, data: dict, model) -> lis
 LATENCY_BATCH = 32
 
 
-def example_input(unit: Unit, cfg: BitDGDMConfig, data: dict) -> tuple:
+def example_input(run: Run, unit: Unit, data: dict) -> tuple:
     """32 test graphs noised half-way (t = T / 2): the denoiser's positional args."""
     import torch
 
     from reprolab.methods.bit_dgdm import diffusion
     from reprolab.methods.bit_dgdm.module import node_mask_of
 
+    cfg = run.cfg
     kx, ke = TYPES[unit.task]
     x, e, n = (t[:LATENCY_BATCH] for t in _split(data, "test"))
     mask = node_mask_of(n, x.shape[1])
@@ -219,11 +227,11 @@ def example_input(unit: Unit, cfg: BitDGDMConfig, data: dict) -> tuple:
     return xo, eo, torch.full((len(n), 1), t / cfg.steps), mask
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.bit_dgdm import plots as figs
 
     return [
         figs.quality_by_precision(table, out_dir / "quality_by_precision.png"),
         figs.memory_by_precision(table, out_dir / "memory_by_precision.png"),
-        figs.training_curves(histories, out_dir / "training_curves.png"),
+        figs.training_curves(trained, out_dir / "training_curves.png"),
     ]

@@ -13,23 +13,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.clipped_sgd.config import ClippedSGDConfig
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from reprolab.contract import TrainerConfig
+
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: ClippedSGDConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     """Per task: the data defining D(theta), theta_PS, PCSGD's mean-field limit for the
     task's clip, and the smallest clip that never binds on X."""
     from reprolab.methods.clipped_sgd import strategic
     from reprolab.methods.clipped_sgd.algorithms import Quadratic
 
+    cfg = run.cfg
     tasks: dict[str, dict[str, np.ndarray]] = {}
     meta: dict = {"sizes": {}, "theta_ps": {}, "rrm_iterations": {}}
     zs = (np.random.default_rng(cfg.data_seed).random(cfg.quad_m) < cfg.quad_p).astype(float)
@@ -79,16 +80,10 @@ def prepare(
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: ClippedSGDConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.clipped_sgd import SPEC
-
-    settings = cfg.tasks()
-    return [
-        Unit(task, variant, seed, settings[task])
-        for task in sorted(tasks)
-        for seed in seeds
-        for variant in SPEC.selected_variants(cfg)
-    ]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x algorithm x seed; a unit carries its task's setting as parameters."""
+    settings = run.cfg.tasks()
+    return [Unit(u.task, u.variant, u.seed, settings[u.task]) for u in run.default_units(tasks)]
 
 
 def _clips(unit: Unit, cfg: ClippedSGDConfig, data: dict) -> tuple[float, float]:
@@ -158,14 +153,17 @@ def pace(cfg: ClippedSGDConfig):
     return DataLoader(range(cfg.strat_steps_per_epoch), batch_size=None)
 
 
-def run_strategic(unit: Unit, cfg: ClippedSGDConfig, data: dict, resume_dir: Path):
+def run_strategic(
+    unit: Unit, cfg: ClippedSGDConfig, data: dict, resume_dir: Path, trainer: TrainerConfig
+):
+    """The strategic run of a unit, fitted on ``trainer``'s devices (``Run.trainer``)."""
     from reprolab.core.training import fit_resumable
-    from reprolab.methods.clipped_sgd.algorithms import Run
+    from reprolab.methods.clipped_sgd.algorithms import Run as Trajectory
 
     module = strategic_module(unit, cfg, data)
-    fit_resumable(module, pace(cfg), None, cfg.strat_epochs, resume_dir)
+    fit_resumable(module, pace(cfg), None, cfg.strat_epochs, resume_dir, trainer=trainer)
     draws = cfg.strat_steps * cfg.chains * cfg.strat_batch
-    return Run(
+    return Trajectory(
         mse=module.mse.numpy().copy(),
         bias=module.bias.numpy().copy(),
         theta=module.theta.detach().numpy().copy(),
@@ -174,8 +172,8 @@ def run_strategic(unit: Unit, cfg: ClippedSGDConfig, data: dict, resume_dir: Pat
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: ClippedSGDConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
@@ -184,29 +182,30 @@ def train_unit(
 
     from reprolab.methods.clipped_sgd.algorithms import log_steps, summarize
 
-    run = (
+    cfg = run.cfg
+    traj = (
         run_quadratic(unit, cfg, data)
         if unit.param["family"] == "quad"
-        else run_strategic(unit, cfg, data, resume_dir)
+        else run_strategic(unit, cfg, data, resume_dir, run.trainer)
     )
-    if not np.all(np.isfinite(run.mse)):
+    if not np.all(np.isfinite(traj.mse)):
         raise FloatingPointError(f"{unit.id}: the error curve is not finite (diverged?)")
-    summary = summarize(run.mse, run.bias, cfg.plateau_frac, cfg.tail_start)
-    steps = len(run.mse) - 1
+    summary = summarize(traj.mse, traj.bias, cfg.plateau_frac, cfg.tail_start)
+    steps = len(traj.mse) - 1
     history = [
-        {"step": int(t), "mse": float(run.mse[t]), "bias": float(run.bias[t])}
+        {"step": int(t), "mse": float(traj.mse[t]), "bias": float(traj.bias[t])}
         for t in log_steps(steps, cfg.history_points)
     ]
     state = {
-        "theta": torch.as_tensor(run.theta),
+        "theta": torch.as_tensor(traj.theta),
         "steps": steps,
-        "clip_fraction": float(run.clip_fraction),
+        "clip_fraction": float(traj.clip_fraction),
         **summary,
     }
     return TrainedUnit(state=state, history=history)
 
 
-def restore(unit: Unit, cfg: ClippedSGDConfig, data: dict, state: dict) -> dict:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> dict:
     """The trained object: the run's summary and final iterates (chains, d)."""
     return {k: (v.numpy() if hasattr(v, "numpy") else v) for k, v in state.items()}
 
@@ -215,7 +214,7 @@ def restore(unit: Unit, cfg: ClippedSGDConfig, data: dict, state: dict) -> dict:
 
 
 def evaluate_unit(
-    model: dict, unit: Unit, cfg: ClippedSGDConfig, data: dict, history: list[dict]
+    run: Run, model: dict, unit: Unit, data: dict, history: list[dict]
 ) -> dict[str, float]:
     ps = np.asarray(data["theta_ps"], dtype=float)
     limit = np.asarray(data["theta_limit"], dtype=float)
@@ -232,13 +231,15 @@ def evaluate_unit(
     }
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict | None = None) -> list[Path]:
+def plots(
+    run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits | None = None
+) -> list[Path]:
     from reprolab.methods.clipped_sgd.plots import error_curves, plateau_vs_beta
 
     paths = []
     for family in ("quad", "strat"):
-        if histories and any(u.param["family"] == family for u in histories):
-            paths.append(error_curves(histories, table, family, out_dir / f"{family}_error.png"))
+        if trained and any(u.param["family"] == family for u in trained):
+            paths.append(error_curves(trained, table, family, out_dir / f"{family}_error.png"))
         if (table.family == family).any():
             paths.append(plateau_vs_beta(table, family, out_dir / f"{family}_plateau.png"))
     return paths

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab import contract
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import lm
 from reprolab.methods.cot_order import humaneval
 from reprolab.methods.cot_order import programs as P
@@ -52,9 +51,8 @@ def _strings(values: Sequence[str]) -> np.ndarray:
     return np.array(list(values), dtype=np.str_) if values else np.array([], dtype="<U1")
 
 
-def prepare(
-    cfg: CotOrderConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     train_t, test_t = P.split_templates(cfg.held_out_per_family, cfg.data_seed)
     train = P.generate(train_t, cfg.n_train, cfg.data_seed, cfg.n_tests)
     test = P.generate(test_t, cfg.n_test, cfg.data_seed + 1, cfg.n_tests)
@@ -111,34 +109,31 @@ _TOKENIZERS: dict[str, object] = {}
 _BASES: dict[tuple, object] = {}
 
 
-def tokenizer():
-    """SmolLM2's tokenizer from the ``smollm2`` asset; outside a stage (the contract
-    test) from the per-user cache that the asset copies (the same tokenizer)."""
-    try:
-        folder = contract.asset_folder(lm.ASSET)
-    except RuntimeError:
-        folder = None
+def tokenizer(folder: Path):
+    """SmolLM2's tokenizer from the verified ``smollm2`` asset ``folder``
+    (``Run.asset(lm.ASSET)``), loaded once per process and folder."""
     key = str(folder)
     if key not in _TOKENIZERS:
-        _TOKENIZERS[key] = lm.load_tokenizer(folder)
+        _TOKENIZERS[key] = lm.load_asset_tokenizer(folder)
     return _TOKENIZERS[key]
 
 
-def _base_key(cfg: CotOrderConfig) -> tuple:
+def _base_key(cfg: CotOrderConfig, folder: Path) -> tuple:
     if cfg.model == "tiny":
         return ("tiny", cfg.tiny_layers, cfg.tiny_hidden, cfg.tiny_context)
-    return ("smollm2", str(contract.asset_folder(lm.ASSET)))
+    return ("smollm2", str(folder))
 
 
-def base_model(cfg: CotOrderConfig):
+def base_model(cfg: CotOrderConfig, folder: Path):
     """A fresh copy of the base model: the tiny Llama over the real tokenizer (smoke) or
-    SmolLM2-135M-Instruct from the asset (paper). Loaded once per process, copied."""
-    key = _base_key(cfg)
+    SmolLM2-135M-Instruct from the asset (paper), both from the verified ``smollm2``
+    asset ``folder``. Loaded once per process, copied."""
+    key = _base_key(cfg, folder)
     if key not in _BASES:
         if cfg.model == "tiny":
             hidden = cfg.tiny_hidden
             _BASES[key] = lm.tiny_model(
-                tokenizer(),
+                tokenizer(folder),
                 layers=cfg.tiny_layers,
                 hidden=hidden,
                 heads=4,
@@ -148,7 +143,6 @@ def base_model(cfg: CotOrderConfig):
                 seed=0,
             )
         else:
-            folder = contract.asset_folder(lm.ASSET)
             if not (folder / "config.json").is_file():
                 raise FileNotFoundError(
                     f"the {lm.ASSET} asset in {folder} holds the tokenizer only; the cot_order "
@@ -161,26 +155,23 @@ def base_model(cfg: CotOrderConfig):
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: CotOrderConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.cot_order import SPEC
-
-    return [
-        Unit(t, v, s) for t in sorted(tasks) for v in SPEC.selected_variants(cfg) for s in seeds
-    ]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x arm x seed, arm by arm (an arm's seeds share its cached hidden states)."""
+    return [Unit(t, v, s) for t in sorted(tasks) for v in run.variants for s in run.seeds]
 
 
 _HIDDEN: dict[str, tuple] = {}
 
 
-def _cached_hidden(cfg: CotOrderConfig, model, pairs, layer: int):
+def _cached_hidden(cfg: CotOrderConfig, folder: Path, model, pairs, layer: int):
     """(hidden states entering ``layer``, mask, labels) of the SFT pairs: the frozen part
     of the model, computed once per arm and process (every seed of an arm reuses it)."""
     from reprolab.methods.cot_order import sft
 
-    blob = repr((_base_key(cfg), layer, cfg.max_len, pairs)).encode()
+    blob = repr((_base_key(cfg, folder), layer, cfg.max_len, pairs)).encode()
     key = hashlib.sha256(blob).hexdigest()
     if key not in _HIDDEN:
-        ids, mask, labels = sft.sft_tensors(tokenizer(), pairs, cfg.max_len)
+        ids, mask, labels = sft.sft_tensors(tokenizer(folder), pairs, cfg.max_len)
         hidden = sft.hidden_before(model, layer, ids, mask, cfg.batch_size)
         _HIDDEN.clear()  # one arm at a time (units are trained arm by arm)
         _HIDDEN[key] = (hidden, mask, labels)
@@ -188,21 +179,23 @@ def _cached_hidden(cfg: CotOrderConfig, model, pairs, layer: int):
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: CotOrderConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
 ) -> TrainedUnit:
     from reprolab.methods.cot_order import sft
 
-    model = base_model(cfg)
+    cfg, folder = run.cfg, run.asset(lm.ASSET)
+    model = base_model(cfg, folder)
     n = len(sft.decoder_layers(model))
     if cfg.lora_layers > n:
         raise ValueError(f"lora_layers={cfg.lora_layers} but the model has {n} layers")
     first = n - cfg.lora_layers
     t0 = time.perf_counter()
-    hidden, mask, labels = _cached_hidden(cfg, model, sft_pairs(data, unit.variant), first)
+    pairs = sft_pairs(data, unit.variant)
+    hidden, mask, labels = _cached_hidden(cfg, folder, model, pairs, first)
     cache_s = time.perf_counter() - t0
     top = sft.truncate_to_top(model, cfg.lora_layers)
     module = sft.module_class()(
@@ -210,7 +203,7 @@ def train_unit(
     )
     loader = sft.hidden_batches(hidden, mask, labels, cfg.batch_size, int(unit.seed))
     t1 = time.perf_counter()
-    lm.fit_lora(module, loader, cfg.epochs, resume_dir)
+    lm.fit_lora(module, loader, cfg.epochs, resume_dir, trainer=run.trainer)
     fit_s = time.perf_counter() - t1
     tokens = float((labels[:, 1:] != lm.IGNORE).sum())  # completion tokens (+EOS) per epoch
     history = [{**h, "completion_tokens": tokens} for h in module.history]
@@ -223,11 +216,12 @@ def train_unit(
     )
 
 
-def restore(unit: Unit, cfg: CotOrderConfig, data: dict, state: dict):
+def restore(run: Run, unit: Unit, data: dict, state: dict):
     """The base model with the unit's adapter merged into its weights (eval mode)."""
     from reprolab.methods.cot_order import sft
 
-    return sft.merged(base_model(cfg), state, cfg.lora_r, cfg.lora_alpha)
+    cfg = run.cfg
+    return sft.merged(base_model(cfg, run.asset(lm.ASSET)), state, cfg.lora_r, cfg.lora_alpha)
 
 
 # ---------------------------------------------------------------- evaluate
@@ -272,8 +266,9 @@ def _rates(statuses: list[str], tokens: list[list[int]], prefix: str) -> dict[st
     }
 
 
-def evaluate_unit(model, unit: Unit, cfg: CotOrderConfig, data: dict, history: list[dict]):
-    tok = tokenizer()
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
+    cfg = run.cfg
+    tok = tokenizer(run.asset(lm.ASSET))
     own = [str(p) for p in data["test_prompt"]]
     he = [str(p) for p in data["he_prompt"]]
     gen = lm.generate(model, tok, own + he, cfg.max_new_tokens, batch_size=cfg.gen_batch, stop=STOP)
@@ -300,25 +295,25 @@ def evaluate_unit(model, unit: Unit, cfg: CotOrderConfig, data: dict, history: l
     }
 
 
-def _ids(cfg: CotOrderConfig, data: dict, rows: int):
+def _ids(cfg: CotOrderConfig, folder: Path, data: dict, rows: int):
     import torch
 
-    tok = tokenizer()
+    tok = tokenizer(folder)
     prompts = [P.prompt(e) for e in train_examples(data)[:rows]]
     return [torch.tensor([list(tok(p).input_ids)]) for p in prompts]
 
 
-def example_input(unit: Unit, cfg: CotOrderConfig, data: dict):
+def example_input(run: Run, unit: Unit, data: dict):
     """One training prompt's token ids (a forward pass of the whole prompt)."""
-    return _ids(cfg, data, 1)[0]
+    return _ids(run.cfg, run.asset(lm.ASSET), data, 1)[0]
 
 
-def calibration_inputs(unit: Unit, cfg: CotOrderConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """Training prompts (never test prompts), one row each."""
-    return _ids(cfg, data, 4)
+    return _ids(run.cfg, run.asset(lm.ASSET), data, 4)
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.cot_order import plots as figs
 
     return [

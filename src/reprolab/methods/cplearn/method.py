@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.methods.cplearn.config import CPLearnConfig
 
@@ -23,14 +23,13 @@ def task_name(dataset: str, ratio: int) -> str:
     return f"{dataset}_r{ratio}"
 
 
-def prepare(
-    cfg: CPLearnConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     """One task per (dataset, c / f): the same arrays under each ratio's name, so that
     every unit has its own id; the units carry dataset, f and ratio as parameters."""
+    cfg = run.cfg
     split, parts = (1 - cfg.test_frac, 0.0, cfg.test_frac), ("train", None, "test")
     tasks, info = datasets.image_tasks(
-        assets["images"], cfg.datasets, cfg.max_rows, split, cfg.data_seed, parts
+        run.asset("images"), cfg.datasets, cfg.max_rows, split, cfg.data_seed, parts
     )
     out = {task_name(d, r): arrays for d, arrays in tasks.items() for r in cfg.code_ratios}
     return out, info
@@ -39,16 +38,15 @@ def prepare(
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: CPLearnConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.cplearn import SPEC
-
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    cfg = run.cfg
     # cplearn runs at every c / f of the sweep; the baselines run once, at
     # baseline_ratio, and carry that ratio so that they pair with cplearn there
     # (barlow_twins has no codes: its ratio is the pairing key, nothing else).
     out = []
     for d in sorted(cfg.datasets):
-        for s in seeds:
-            for v in SPEC.selected_variants(cfg):
+        for s in run.seeds:
+            for v in run.variants:
                 ratios = cfg.code_ratios if v == "cplearn" else [cfg.baseline_ratio]
                 out += [
                     Unit(task_name(d, r), v, s, {"dataset": d, "f": cfg.proj_dim, "ratio": r})
@@ -78,23 +76,25 @@ def _net(unit: Unit, cfg: CPLearnConfig, in_dim: int):
 
 
 def train_unit(
-    unit: Unit, cfg: CPLearnConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
     from reprolab.core.training import fit_resumable
     from reprolab.methods.cplearn.module import SSLModule, full_batches
 
+    cfg = run.cfg
     x = datasets.part_tensors(data, "train")[0]
     torch.manual_seed(unit.seed)
     net = _net(unit, cfg, x.shape[1])
     module = SSLModule(net, unit.variant, cfg, unit.seed, n_codes(unit, cfg))
-    fit_resumable(module, full_batches(x, cfg.batch_size, unit.seed), None, cfg.epochs, resume_dir)
+    train = full_batches(x, cfg.batch_size, unit.seed)
+    fit_resumable(module, train, None, cfg.epochs, resume_dir, trainer=run.trainer)
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
-def restore(unit: Unit, cfg: CPLearnConfig, data: dict, state: dict) -> torch.nn.Module:
-    net = _net(unit, cfg, np.asarray(data["x_train"]).shape[1])
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    net = _net(unit, run.cfg, np.asarray(data["x_train"]).shape[1])
     net.load_state_dict(state)
     return net.eval()
 
@@ -132,9 +132,7 @@ def linear_probe(h_train, y_train, h_test, y_test, c: float, max_iter: int, seed
     return float(probe.score(h_test, y_test))
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: CPLearnConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     import warnings
 
     from sklearn.cluster import KMeans
@@ -143,6 +141,7 @@ def evaluate_unit(
 
     from reprolab.methods.cplearn import metrics
 
+    cfg = run.cfg
     model.eval()
     y_tr, y_te = np.asarray(data["y_train"]), np.asarray(data["y_test"])
     h_tr, _, _ = _embed(model, datasets.part_tensors(data, "train")[0])
@@ -171,16 +170,16 @@ def evaluate_unit(
     }
 
 
-def example_input(unit: Unit, cfg: CPLearnConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return datasets.part_tensors(data, "test")[0][:256]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.cplearn import plots as figs
 
     return [
         figs.collapse_vs_ratio(table, out_dir / "collapse_vs_ratio.png"),
         figs.collapse_metrics(table, out_dir / "collapse_metrics.png"),
         figs.quality(table, out_dir / "probe_and_nmi.png"),
-        figs.training_curves(histories, out_dir / "training_curves.png"),
+        figs.training_curves(trained, out_dir / "training_curves.png"),
     ]

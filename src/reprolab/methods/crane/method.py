@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core.threads import torch_threads
 from reprolab.methods.crane import tasks as T
 from reprolab.methods.crane.config import CraneConfig
@@ -160,16 +160,15 @@ def budget_for(task: str, cot: bool, cfg: CraneConfig) -> int:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: CraneConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     """Problems, prompts and token ids per task; the easier family picked on the
     calibration split with the model the decoders will read."""
     from reprolab.core import lm
     from reprolab.methods.crane.grammar import Grammar
 
+    cfg = run.cfg
     grammar = Grammar()
-    tok = lm.load_tokenizer(assets["smollm2"])
+    tok = lm.load_tokenizer(run.asset("smollm2"))
     n_vocab = len(tok)
     vocab = [
         tok.decode([i], skip_special_tokens=True, clean_up_tokenization_spaces=False)
@@ -200,7 +199,7 @@ def prepare(
 
     # ---- calibration: which easier family (unconstrained CoT, its own split)
     if cfg.model == "smollm2":
-        model = lm.load(assets["smollm2"])[0]
+        model = lm.load(run.asset("smollm2"))[0]
     else:
         model = tiny(cfg, n_vocab, tok.eos_token_id, lm._pad_id(tok), seed=0)
     calibration, chosen = {}, None
@@ -236,7 +235,7 @@ def prepare(
                 break
     if chosen is None:  # none in range: the closest to 0.5 (first on ties), said so
         chosen = min(calibration, key=lambda f: abs(calibration[f]["accuracy"] - 0.5))
-    evaluated = list(seeds)
+    evaluated = list(run.seeds)
     datasets = {}
     for family in (T.GSM, chosen):
         shots = shots_of.get(family) or T.exemplars(family, cfg.shots, grammar)
@@ -272,24 +271,22 @@ def prepare(
     return datasets, meta
 
 
-def units(cfg: CraneConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.crane import SPEC
-
-    variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    return run.default_units(tasks)
 
 
 # ---------------------------------------------------------------- train
 
 
 def train_unit(
-    unit: Unit, cfg: CraneConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     """No training: the decoders read the model as it is (few-shot prompts, as in the
     paper). The tiny smoke model is its random initialisation, saved so that quantize and
     evaluate restore the same one; the real model is re-read from the asset."""
     import torch
 
+    cfg = run.cfg
     if cfg.model == "smollm2":
         return TrainedUnit(state={"pretrained_unchanged": torch.ones(1)})
     n = len(data["vocab_offsets"]) - 1
@@ -297,12 +294,12 @@ def train_unit(
     return TrainedUnit(state=model.state_dict())
 
 
-def restore(unit: Unit, cfg: CraneConfig, data: dict, state: dict) -> torch.nn.Module:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    cfg = run.cfg
     if cfg.model == "smollm2":
-        from reprolab import contract
         from reprolab.core import lm
 
-        return lm.load(contract.asset_folder("smollm2"))[0]
+        return lm.load(run.asset("smollm2"))[0]
     n = len(data["vocab_offsets"]) - 1
     model = tiny(cfg, n, int(data["eos_id"][0]), int(data["pad_id"][0]), seed=unit.seed)
     model.load_state_dict(state)
@@ -312,9 +309,8 @@ def restore(unit: Unit, cfg: CraneConfig, data: dict, state: dict) -> torch.nn.M
 # ---------------------------------------------------------------- evaluate
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: CraneConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
+    cfg = run.cfg
     if unit.variant == MODEL:
         return {"parameters": float(sum(p.numel() for p in model.parameters()))}
     mode, cot = DECODERS[unit.variant]
@@ -361,13 +357,13 @@ def evaluate_unit(
     }
 
 
-def example_input(unit: Unit, cfg: CraneConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     import torch
 
     return torch.tensor([np.asarray(data["prefix_direct"])[:32].tolist()])
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.crane import plots as figs
 
     return [
@@ -376,7 +372,7 @@ def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Pat
     ]
 
 
-def runtime_plots(table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
+def runtime_plots(run: Run, table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
     from reprolab.methods.crane import plots as figs
 
     return [figs.step_time(table, out_dir / "constrained_step_ms.png")]

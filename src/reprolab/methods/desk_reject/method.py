@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.desk_reject import dilemma
-from reprolab.methods.desk_reject.config import DeskRejectConfig
 from reprolab.methods.desk_reject.generator import synthetic_instance
 from reprolab.methods.desk_reject.policies import (
     Instance,
@@ -36,9 +35,8 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: DeskRejectConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg, seeds = run.cfg, run.seeds
     tasks: dict[str, dict[str, np.ndarray]] = {}
     sizes: dict[str, int] = {}
     pool_ratios = {"conf": cfg.pool_ratio, "tight": cfg.tight_pool_ratio}
@@ -90,17 +88,18 @@ def _tiny_instances(data: dict) -> list[Instance]:
 MILPS = ("milp_average", "milp_worst_case")
 
 
-def units(cfg: DeskRejectConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.desk_reject import SPEC
-
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x seed x policy, with the task's setting as unit parameters; a tiny
+    task's units are seed-free, and MILPs skip instances above ``milp_max_papers``."""
+    cfg = run.cfg
     settings = cfg.tasks()
     out = []
     for task in sorted(tasks):
         setting = settings[task]
         tiny = setting["family"] == "tiny"
         too_big = not tiny and int(setting["papers"]) > cfg.milp_max_papers
-        for seed in (None,) if tiny else seeds:
-            for variant in SPEC.selected_variants(cfg):
+        for seed in (None,) if tiny else run.seeds:
+            for variant in run.variants:
                 if variant in MILPS and too_big:
                     continue
                 out.append(Unit(task, variant, seed, setting))
@@ -112,8 +111,8 @@ def _tiny(unit: Unit) -> bool:
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: DeskRejectConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
@@ -132,7 +131,7 @@ def train_unit(
     seconds, optimal, costs = 0.0, 0, []
     extra: dict[str, list[float]] = {}
     for r, inst in enumerate(instances):
-        sol = solve(unit.variant, inst, cfg.milp_node_limit)
+        sol = solve(unit.variant, inst, run.cfg.milp_node_limit)
         keep[r, : inst.n_papers] = sol.keep
         seconds += sol.seconds
         optimal += int(sol.optimal)
@@ -159,7 +158,7 @@ def train_unit(
     return TrainedUnit(state=state, history=history, timings={"solve_seconds": float(seconds)})
 
 
-def restore(unit: Unit, cfg: DeskRejectConfig, data: dict, state: dict) -> dict:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> dict:
     """The trained object is the policy's decision: keep-vectors plus solver facts."""
     return {
         key: np.asarray(value) if hasattr(value, "numpy") else value for key, value in state.items()
@@ -173,7 +172,7 @@ _COUNTS = ("no_ideal", "avoidable_hit")
 
 
 def evaluate_unit(
-    model: dict, unit: Unit, cfg: DeskRejectConfig, data: dict, history: list[dict]
+    run: Run, model: dict, unit: Unit, data: dict, history: list[dict]
 ) -> dict[str, float]:
     keep = np.asarray(model["keep"]).astype(np.int64)
     tiny = _tiny(unit)
@@ -207,7 +206,7 @@ def evaluate_unit(
 # ---------------------------------------------------------------- plots
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.desk_reject.plots import cost_distribution, gap_vs_size
 
     return [
@@ -216,7 +215,9 @@ def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
     ]
 
 
-def runtime_plots(table: pd.DataFrame, out_dir: Path, timings: dict[Unit, dict]) -> list[Path]:
+def runtime_plots(
+    run: Run, table: pd.DataFrame, out_dir: Path, timings: dict[Unit, dict]
+) -> list[Path]:
     from reprolab.methods.desk_reject.plots import solve_time
 
     return [solve_time(timings, out_dir / "solve_time.png")]

@@ -18,17 +18,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.dp_noise.config import DPNoiseConfig
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def prepare(
-    cfg: DPNoiseConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     """No data: one 'dataset' per (sigma/s, k) task holding its parameters."""
+    cfg = run.cfg
     tasks = {
         name: {
             "sigma": np.array([float(setting["sigma"])]),
@@ -50,17 +49,16 @@ def seeded(variant: str, cfg: DPNoiseConfig) -> bool:
     return variant not in SEED_FREE and cfg.init_jitter > 0
 
 
-def units(cfg: DPNoiseConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
     """Per (sigma, k) task: the Gaussian and Laplace baselines once (seed-free: their
     epsilon is a closed form or a deterministic PLD computation), the optimised noise once
     per seed (the seed jitters its starting point)."""
-    from reprolab.methods.dp_noise import SPEC
-
+    cfg = run.cfg
     settings = cfg.tasks()
     out = []
     for task in sorted(tasks):
-        for variant in SPEC.selected_variants(cfg):
-            for seed in seeds if seeded(variant, cfg) else (None,):
+        for variant in run.variants:
+            for seed in run.seeds if seeded(variant, cfg) else (None,):
                 out.append(Unit(task, variant, seed, settings[task]))
     return out
 
@@ -76,7 +74,7 @@ def _family(cfg: DPNoiseConfig):
 
 
 def train_unit(
-    unit: Unit, cfg: DPNoiseConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     # An optimisation takes seconds, so an interrupted unit simply starts over.
     sigma, k, delta = _setting(data)
@@ -89,6 +87,7 @@ def train_unit(
 
     from reprolab.methods.dp_noise import noise
 
+    cfg = run.cfg
     fam = _family(cfg)
     p0 = noise.initial_pmf(sigma, fam, cfg.init_jitter, seed=unit.seed or 0)
     result = noise.optimize(
@@ -124,7 +123,7 @@ class Mechanism:
     scale: float = math.nan  # laplace
 
 
-def restore(unit: Unit, cfg: DPNoiseConfig, data: dict, state: dict) -> Mechanism:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> Mechanism:
     sigma, k, delta = _setting(data)
     if unit.variant == "optimized":
         p = np.asarray(state["p"].double().numpy())
@@ -194,10 +193,11 @@ def _low_precision(p: np.ndarray, fam, k: int, delta: float, h: float) -> dict[s
 
 
 def evaluate_unit(
-    model: Mechanism, unit: Unit, cfg: DPNoiseConfig, data: dict, history: list[dict]
+    run: Run, model: Mechanism, unit: Unit, data: dict, history: list[dict]
 ) -> dict[str, float]:
     from reprolab.methods.dp_noise import accounting as acc
 
+    cfg = run.cfg
     h, k, delta, sigma = cfg.loss_grid, model.k, model.delta, model.sigma
     if model.kind == "gaussian":
         eps = acc.gaussian_eps(sigma, k, delta)  # closed form: no discretisation
@@ -254,11 +254,11 @@ def evaluate_unit(
     }
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.dp_noise.plots import eps_vs_k, gain_vs_k, optimisation_curves
 
     return [
         eps_vs_k(table, out_dir / "eps_vs_k.png"),
         gain_vs_k(table, out_dir / "gain_vs_k.png"),
-        optimisation_curves(histories, out_dir / "optimisation.png"),
+        optimisation_curves(trained, out_dir / "optimisation.png"),
     ]

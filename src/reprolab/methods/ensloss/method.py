@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.methods.ensloss.config import EnsLossConfig
 
@@ -91,9 +91,8 @@ def cnn_tasks(cfg: EnsLossConfig) -> dict[str, tuple[str, int, int]]:
     }
 
 
-def prepare(
-    cfg: EnsLossConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     wanted = (list(cfg.datasets) if "mlp" in cfg.settings else []) + (
         list(cfg.cnn_datasets) if "cnn" in cfg.settings else []
     )
@@ -102,7 +101,7 @@ def prepare(
         if name in datasets.TABULAR_SOURCES:
             sources[name] = datasets.TABULAR_SOURCES[name](raw_dir)
         else:
-            sources[name] = datasets.image_asset(assets["images"], name)
+            sources[name] = datasets.image_asset(run.asset("images"), name)
     tasks: dict[str, dict[str, np.ndarray]] = {}
     if "mlp" in cfg.settings:
         for name in cfg.datasets:
@@ -153,18 +152,13 @@ def setting_of(unit: Unit) -> str:
     return str(unit.param.get("setting", "mlp"))
 
 
-def units(cfg: EnsLossConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.ensloss import SPEC
-
-    variants = SPEC.selected_variants(cfg)
-    cnn = cnn_tasks(cfg)
-    out = []
-    for t in sorted(tasks):
-        if t in cnn:
-            out += [Unit(t, v, s, {"setting": "cnn"}) for s in seeds for v in variants]
-        else:
-            out += [Unit(t, v, s) for s in seeds for v in variants]
-    return out
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x loss x seed; the CNN setting's units carry ``setting=cnn``."""
+    cnn = cnn_tasks(run.cfg)
+    return [
+        Unit(u.task, u.variant, u.seed, {"setting": "cnn"}) if u.task in cnn else u
+        for u in run.default_units(tasks)
+    ]
 
 
 def build_net(unit: Unit, cfg: EnsLossConfig, n_features: int) -> torch.nn.Module:
@@ -177,13 +171,14 @@ def build_net(unit: Unit, cfg: EnsLossConfig, n_features: int) -> torch.nn.Modul
 
 
 def train_unit(
-    unit: Unit, cfg: EnsLossConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
     from reprolab.core.training import fit_supervised
     from reprolab.methods.ensloss.module import ScoreClassifier
 
+    cfg = run.cfg
     x_tr, y_tr = datasets.part_tensors(data, "train")
     x_va, y_va = datasets.part_tensors(data, "val")
     torch.manual_seed(unit.seed)  # initial weights: same init for every loss under a seed
@@ -198,12 +193,21 @@ def train_unit(
     module = ScoreClassifier(
         net, unit.variant, lr, cfg.momentum, weight_decay, epochs, unit.seed, clip_norm=clip
     )
-    fit_supervised(module, (x_tr, y_tr), (x_va, y_va), batch_size, epochs, unit.seed, resume_dir)
+    fit_supervised(
+        module,
+        (x_tr, y_tr),
+        (x_va, y_va),
+        batch_size,
+        epochs,
+        unit.seed,
+        resume_dir,
+        trainer=run.trainer,
+    )
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
-def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn.Module:
-    net = build_net(unit, cfg, np.asarray(data["x_train"]).shape[1])
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    net = build_net(unit, run.cfg, np.asarray(data["x_train"]).shape[1])
     net.load_state_dict(state)
     return net.eval()
 
@@ -212,7 +216,7 @@ def restore(unit: Unit, cfg: EnsLossConfig, data: dict, state: dict) -> torch.nn
 
 
 def evaluate_unit(
-    model: torch.nn.Module, unit: Unit, cfg: EnsLossConfig, data: dict, history: list[dict]
+    run: Run, model: torch.nn.Module, unit: Unit, data: dict, history: list[dict]
 ) -> dict[str, float]:
     """Test, validation and training accuracy on clean labels; training accuracy on the
     noisy labels it was fitted to, and the share of the flipped labels it reproduces
@@ -235,22 +239,22 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: EnsLossConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     x, _ = datasets.part_tensors(data, "test")
     return x[:256]
 
 
-def calibration_inputs(unit: Unit, cfg: EnsLossConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
     x, _ = datasets.part_tensors(data, "train")
     return [x[:512]]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.ensloss import plots as figs
 
     by_setting = {
-        setting: {u: h for u, h in histories.items() if setting_of(u) == setting}
+        setting: {u: h for u, h in trained.items() if setting_of(u) == setting}
         for setting in ("mlp", "cnn")
     }
     out = [

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.ff_graphs import graphs
 from reprolab.methods.ff_graphs.config import FFGraphsConfig
 from reprolab.methods.ff_graphs.graphs import is_metric_task, metric_task
@@ -29,11 +29,10 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: FFGraphsConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     from reprolab.core.transformer import sequence_task
 
+    cfg = run.cfg
     out: dict[str, dict[str, np.ndarray]] = {
         metric_task(n): {"n": np.array([n])} for n in cfg.sizes
     }
@@ -66,10 +65,10 @@ def graph(cfg: FFGraphsConfig, family: str, n: int, seed: int | None) -> np.ndar
     return graphs.build(family, n, seed=seed, w=cfg.window, searched=fr)
 
 
-def units(cfg: FFGraphsConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.ff_graphs import SPEC
-
-    families = SPEC.selected_variants(cfg)
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """The metric units of every family and size (one per seed for the seeded
+    families, else seed-free), then the models of the trained families on every task."""
+    cfg, seeds, families = run.cfg, run.seeds, run.variants
     out = []
     for fam in families:
         for n in cfg.sizes:
@@ -144,14 +143,15 @@ METRIC_NAMES = ("mixing_time", "fidelity", "hitting_time", "fidelity_raw", "edge
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: FFGraphsConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
 ) -> TrainedUnit:
     import torch
 
+    cfg = run.cfg
     if is_metric_task(unit.task):
         m = graphs.metrics(graph(cfg, unit.variant, int(unit.param["n"]), unit.seed), cfg.eps)
         return TrainedUnit(state=_metric_holder(m).state_dict(), history=[])
@@ -182,12 +182,12 @@ def train_unit(
     return TrainedUnit(state=model.state_dict(), history=history)
 
 
-def restore(unit: Unit, cfg: FFGraphsConfig, data: dict, state: dict):
+def restore(run: Run, unit: Unit, data: dict, state: dict):
     if is_metric_task(unit.task):
         holder = _metric_holder()
         holder.load_state_dict(state)
         return holder.eval()
-    model = _build_model(cfg, unit)
+    model = _build_model(run.cfg, unit)
     model.load_state_dict(state)
     return model.eval()
 
@@ -203,11 +203,10 @@ def _accuracy(model, x, y) -> float:
     return float((pred == np.asarray(y)).mean())
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: FFGraphsConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     if is_metric_task(unit.task):
         return {k: float(v) for k, v in zip(METRIC_NAMES, model.values.tolist(), strict=True)}
+    cfg = run.cfg
     # the metrics of the graph the model runs on out of distribution (largest test length)
     out = graphs.metrics(graph(cfg, unit.variant, max(cfg.test_lens), unit.seed), cfg.eps)
     out["id_acc"] = _accuracy(model, data["x_test"], data["y_test"])
@@ -220,7 +219,7 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: FFGraphsConfig, data: dict):
+def example_input(run: Run, unit: Unit, data: dict):
     import torch
 
     if is_metric_task(unit.task):
@@ -228,7 +227,7 @@ def example_input(unit: Unit, cfg: FFGraphsConfig, data: dict):
     return torch.as_tensor(np.asarray(data["x_test"])[:64])
 
 
-def calibration_inputs(unit: Unit, cfg: FFGraphsConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """Training sequences (never test ones) calibrate activation thresholds."""
     import torch
 
@@ -237,7 +236,7 @@ def calibration_inputs(unit: Unit, cfg: FFGraphsConfig, data: dict, model) -> li
     return [torch.as_tensor(np.asarray(data["x_train"])[:256])]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.ff_graphs import plots as figs
 
     return [

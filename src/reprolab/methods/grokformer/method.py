@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.grokformer import graphs
 from reprolab.methods.grokformer.config import (
     FILTER_VARIANTS,
@@ -33,9 +33,8 @@ if TYPE_CHECKING:
 HELD_OUT = 100_003
 
 
-def prepare(
-    cfg: GrokFormerConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     tasks: dict[str, dict[str, np.ndarray]] = {}
     meta: dict = {"sizes": {}, "realised_homophily": {}}
     f32 = np.float32
@@ -77,17 +76,19 @@ def prepare(
     return tasks, meta
 
 
-def units(cfg: GrokFormerConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.grokformer import SPEC
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x seed x selected variant of the task's family (filter variants on a
+    filter task, node classifiers on a graph), with the task's setting as parameters."""
+    settings = run.cfg.tasks()
 
-    selected = SPEC.selected_variants(cfg)
-    settings = cfg.tasks()
-    out = []
-    for task in sorted(tasks):
-        family = FILTER_VARIANTS if "response" in settings[task] else NODE_VARIANTS
-        for seed in seeds:
-            out += [Unit(task, v, seed, settings[task]) for v in selected if v in family]
-    return out
+    def family(task: str) -> tuple[str, ...]:
+        return FILTER_VARIANTS if "response" in settings[task] else NODE_VARIANTS
+
+    return [
+        Unit(u.task, u.variant, u.seed, settings[u.task])
+        for u in run.default_units(tasks)
+        if u.variant in family(u.task)
+    ]
 
 
 def _graph(data: dict) -> dict:
@@ -187,8 +188,8 @@ def _fit_node(model, unit: Unit, cfg: GrokFormerConfig, data: dict) -> list[dict
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: GrokFormerConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
@@ -199,6 +200,7 @@ def train_unit(
 
     torch.set_num_threads(1)  # small dense products: more threads only synchronise
     torch.manual_seed(unit.seed)
+    cfg = run.cfg
     model = build(unit, cfg, data)
     if unit.variant in FILTER_VARIANTS:
         history = _fit_filter(model, unit, cfg, data)
@@ -207,17 +209,16 @@ def train_unit(
     return TrainedUnit(state=model.state_dict(), history=history)
 
 
-def restore(unit: Unit, cfg: GrokFormerConfig, data: dict, state: dict) -> torch.nn.Module:
-    model = build(unit, cfg, data)
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    model = build(unit, run.cfg, data)
     model.load_state_dict(state)
     return model.eval()
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: GrokFormerConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     import torch
 
+    cfg = run.cfg
     torch.set_num_threads(1)
     if unit.variant in FILTER_VARIANTS:
         x, y = signals(unit, cfg, data, held_out=True)
@@ -240,15 +241,15 @@ def evaluate_unit(
     }
 
 
-def example_input(unit: Unit, cfg: GrokFormerConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     if unit.variant in FILTER_VARIANTS:
-        return signals(unit, cfg, data, held_out=False)[0]
+        return signals(unit, run.cfg, data, held_out=False)[0]
     import torch
 
     return torch.as_tensor(np.asarray(data["x"]))
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.grokformer import plots as figs
 
     paths = []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.hyper_attention.config import FAMILY_VARIANTS, HyperAttentionConfig
 from reprolab.methods.hyper_attention.tasks import (
     FAMILIES,
@@ -57,12 +57,11 @@ def _draw(cfg: HyperAttentionConfig, family: str, seed: int) -> tuple[Interactio
     return task, float(probe.std()) or 1.0
 
 
-def prepare(
-    cfg: HyperAttentionConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     """Per task (family, budget scale) and seed: the drawn interaction functions and the
     target scale. The samples are a pure function of them (:func:`splits`), regenerated
     where needed, so the budgets of one family share them without copies."""
+    cfg, seeds = run.cfg, run.seeds
     datasets: dict[str, dict[str, np.ndarray]] = {}
     meta: dict = {"sizes": {}, "scale": {}}
     for family in cfg.families:
@@ -117,10 +116,11 @@ def splits(
     return out
 
 
-def units(cfg: HyperAttentionConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.hyper_attention import SPEC
-
-    selected = set(SPEC.selected_variants(cfg))
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Per family and budget scale: the selected baselines at every seed, and the
+    family's reference module at scale 1 (sorted by :meth:`Unit.sort_key`)."""
+    cfg, seeds = run.cfg, run.seeds
+    selected = set(run.variants)
     out = []
     for family in cfg.families:
         reference, *baselines = FAMILY_VARIANTS[family]
@@ -179,8 +179,8 @@ def _nmse(pred: torch.Tensor, clean: torch.Tensor) -> float:
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: HyperAttentionConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
@@ -191,6 +191,7 @@ def train_unit(
     from reprolab.methods.hyper_attention.models import LINEAR
 
     torch.set_num_threads(1)  # tiny matrices: extra threads only synchronise
+    cfg = run.cfg
     seed = unit.seed
     parts = splits(cfg, data, seed, ("train", "val"))
     x = _codes(data, parts["train"]["ents"])
@@ -221,15 +222,13 @@ def train_unit(
     return TrainedUnit(state=model.state_dict(), history=history)
 
 
-def restore(unit: Unit, cfg: HyperAttentionConfig, data: dict, state: dict) -> torch.nn.Module:
-    model = _network(unit, cfg, data)
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    model = _network(unit, run.cfg, data)
     model.load_state_dict(state)
     return model.eval()
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: HyperAttentionConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     """Per population size n: ``nmse_L<n>`` = MSE against the clean targets / their
     variance, ``excess_L<n>`` = that MSE / noise variance (so the test MSE against noisy
     targets is (1 + excess) times the noise floor). Headlines: the values at l_train
@@ -238,6 +237,7 @@ def evaluate_unit(
 
     from reprolab.core.transformer import n_params
 
+    cfg = run.cfg
     noise = float(np.asarray(data["noise"])[0])
     tests = [f"test_L{n}" for n in (cfg.l_train, *cfg.l_test)]
     parts = splits(cfg, data, unit.seed, tests)
@@ -260,12 +260,13 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: HyperAttentionConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
+    cfg = run.cfg
     part = f"test_L{cfg.l_train}"
     return _codes(data, splits(cfg, data, unit.seed, (part,))[part]["ents"])[:64]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.hyper_attention import plots as figs
 
     return [

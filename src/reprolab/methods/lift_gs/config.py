@@ -128,3 +128,9 @@ PROFILE_DEFAULTS = {
         "finetune_epochs": 40,
     },
 }
+
+
+#: pretrain-then-finetune variants: (pretraining scenes in units of N, fine-tuning
+#: scenes in units of n); budgets are equal in scene visits (see
+#: ``method.finetune_plan``)
+FINETUNE = {"ft_scratch": (0, 1), "ft_scratch_2lab": (0, 2), "ft_pre1x": (1, 1), "ft_pre2x": (2, 1)}

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
-from reprolab.methods.lift_gs.config import LiftGSConfig
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, TrainerConfig, Unit
+from reprolab.methods.lift_gs.config import FINETUNE, LiftGSConfig
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,11 +37,6 @@ def task_name(n_scenes: int, scenes: str = "procedural") -> str:
     """A readable task name (never parsed: ``n_scenes`` and ``scenes`` are the unit's
     parameters)."""
     return f"{'meshes' if scenes == 'meshes' else 'scenes'}_n{n_scenes}"
-
-
-#: pretrain-then-finetune variants: (pretraining scenes in units of N, fine-tuning
-#: scenes in units of n); budgets are equal in scene visits (see ``finetune_plan``)
-FINETUNE = {"ft_scratch": (0, 1), "ft_scratch_2lab": (0, 2), "ft_pre1x": (1, 1), "ft_pre2x": (2, 1)}
 
 
 OPACITY = 0.9  # the Gaussians' opacity (teacher masks and render supervision alike)
@@ -63,11 +58,10 @@ def scene_params(cfg: LiftGSConfig):
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: LiftGSConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     from reprolab.methods.lift_gs.scenes import make_scene
 
+    cfg = run.cfg
     p = scene_params(cfg)
     seed = cfg.data_seed * 2
     arrays, meta = _setting(cfg, p, cfg.n_train, cfg.n_test, seed, make_scene, "procedural")
@@ -154,10 +148,10 @@ def unprojection_accuracy(split: dict, p) -> float:
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: LiftGSConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.lift_gs import SPEC
-
-    variants = SPEC.selected_variants(cfg)
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Per seed: every signal on all training scenes (render also on fewer), on the mesh
+    scenes, and the pretrain-then-finetune arms; only units of the given tasks."""
+    cfg, seeds, variants = run.cfg, run.seeds, run.variants
     signals = [v for v in variants if v not in FINETUNE]
     proc = {"scenes": "procedural"}
     out = []
@@ -201,7 +195,17 @@ def finetune_plan(variant: str, cfg: LiftGSConfig) -> dict[str, np.ndarray | int
     }
 
 
-def _fit(net, signal: str, data: dict, scenes, epochs: int, cfg, seed: int, resume_dir: Path):
+def _fit(
+    net,
+    signal: str,
+    data: dict,
+    scenes,
+    epochs: int,
+    cfg,
+    seed: int,
+    resume_dir: Path,
+    trainer: TrainerConfig,
+):
     import torch
     from torch.utils.data import DataLoader
 
@@ -211,20 +215,23 @@ def _fit(net, signal: str, data: dict, scenes, epochs: int, cfg, seed: int, resu
     module = LiftModule(net, signal, data, np.asarray(scenes), cfg, seed)
     sampler = EpochBatchSampler(len(scenes), cfg.batch_size, seed)
     loader = DataLoader(TensorBatches(torch.arange(len(scenes))), sampler=sampler, batch_size=None)
-    fit_resumable(module, loader, None, epochs, resume_dir)
+    fit_resumable(module, loader, None, epochs, resume_dir, trainer=trainer)
     return module
 
 
 def train_unit(
-    unit: Unit, cfg: LiftGSConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
+    cfg = run.cfg
     torch.manual_seed(unit.seed)  # same initial weights for every signal under a seed
     net = build_net(cfg)
     if unit.variant not in FINETUNE:
         scenes = np.arange(int(unit.param["n_scenes"]))
-        module = _fit(net, unit.variant, data, scenes, cfg.epochs, cfg, unit.seed, resume_dir)
+        module = _fit(
+            net, unit.variant, data, scenes, cfg.epochs, cfg, unit.seed, resume_dir, run.trainer
+        )
         return TrainedUnit(state=net.state_dict(), history=module.history)
     plan = finetune_plan(unit.variant, cfg)
     history = []
@@ -238,6 +245,7 @@ def train_unit(
             cfg,
             unit.seed,
             resume_dir / "pretrain",
+            run.trainer,
         )
         history = [{"epoch": h["epoch"], "pretrain_loss": h["train_loss"]} for h in pre.history]
         progress(f"pretrained on {len(plan['pretrain'])} unlabeled scenes")
@@ -250,6 +258,7 @@ def train_unit(
         cfg,
         unit.seed,
         resume_dir / "finetune",
+        run.trainer,
     )
     offset = len(history)
     history += [{**h, "epoch": h["epoch"] + offset} for h in ft.history]
@@ -264,8 +273,8 @@ def preview(data: dict, scene: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def restore(unit: Unit, cfg: LiftGSConfig, data: dict, state: dict) -> torch.nn.Module:
-    net = build_net(cfg)
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    net = build_net(run.cfg)
     net.load_state_dict(state)
     net.preview = preview(data)  # a held-out scene to draw (plain attribute, not state)
     return net.eval()
@@ -283,7 +292,7 @@ def test_logits(model, data: dict, batch: int = 8) -> np.ndarray:
 
 
 def evaluate_unit(
-    model: torch.nn.Module, unit: Unit, cfg: LiftGSConfig, data: dict, history: list[dict]
+    run: Run, model: torch.nn.Module, unit: Unit, data: dict, history: list[dict]
 ) -> dict[str, float]:
     from reprolab.methods.lift_gs.net import instance_ious
 
@@ -304,20 +313,20 @@ def evaluate_unit(
     }
 
 
-def example_input(unit: Unit, cfg: LiftGSConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     import torch
 
     return torch.from_numpy(np.asarray(data["test_points"], np.float32)[:4])
 
 
-def calibration_inputs(unit: Unit, cfg: LiftGSConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """Training scenes (never held-out ones) calibrate the quantizers."""
     import torch
 
     return [torch.from_numpy(np.asarray(data["train_points"], np.float32)[:8])]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.lift_gs import plots as figs
 
     out = [

@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 
 from reprolab.core.plots import curves_figure, grouped_bars, save_figure  # noqa: E402
 from reprolab.core.stats import t_interval  # noqa: E402
-from reprolab.methods.lift_gs.method import FINETUNE  # noqa: E402
+from reprolab.methods.lift_gs.config import FINETUNE  # noqa: E402
 
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.methods.lip_rcp.config import LipRCPConfig
 
@@ -27,23 +27,19 @@ LIPSCHITZ_VARIANTS = ("lip_rcp", "vanilla_cp")
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: LipRCPConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     parts = ("train", "cal", "test")  # the middle part calibrates the sets
     return datasets.image_tasks(
-        assets["images"], cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed, parts
+        run.asset("images"), cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed, parts
     )
 
 
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: LipRCPConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.lip_rcp import SPEC
-
-    variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    return run.default_units(tasks)
 
 
 def _n_classes(data: dict) -> int:
@@ -51,7 +47,7 @@ def _n_classes(data: dict) -> int:
 
 
 def train_unit(
-    unit: Unit, cfg: LipRCPConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
@@ -59,6 +55,7 @@ def train_unit(
     from reprolab.methods.lip_rcp.module import Classifier
     from reprolab.methods.lip_rcp.net import freeze
 
+    cfg = run.cfg
     x_tr, y_tr = datasets.part_tensors(data, "train")
     x_ca, y_ca = datasets.part_tensors(data, "cal")
     lipschitz = unit.variant in LIPSCHITZ_VARIANTS
@@ -78,15 +75,23 @@ def train_unit(
     )
     # The calibration split is only watched (accuracy per epoch), never used to select.
     fit_supervised(
-        module, (x_tr, y_tr), (x_ca, y_ca), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+        module,
+        (x_tr, y_tr),
+        (x_ca, y_ca),
+        cfg.batch_size,
+        cfg.epochs,
+        unit.seed,
+        resume_dir,
+        trainer=run.trainer,
     )
     net = freeze(module.net) if lipschitz else module.net
     return TrainedUnit(state=net.state_dict(), history=module.history)
 
 
-def restore(unit: Unit, cfg: LipRCPConfig, data: dict, state: dict) -> torch.nn.Module:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
     from reprolab.methods.lip_rcp.net import lip_mlp, relu_mlp
 
+    cfg = run.cfg
     in_dim = np.asarray(data["x_train"]).shape[1]
     if unit.variant in LIPSCHITZ_VARIANTS:
         net = lip_mlp(in_dim, cfg.hidden, cfg.depth, _n_classes(data))
@@ -189,14 +194,13 @@ def empirical_lipschitz(model, x: torch.Tensor, advs: list, n_pairs: int, seed: 
     return best
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: LipRCPConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     import torch
 
     from reprolab.methods.lip_rcp import cp
     from reprolab.methods.lip_rcp.net import lipschitz_bound
 
+    cfg = run.cfg
     x_cal, y_cal = datasets.part_tensors(data, "cal")
     x_te, y_te = datasets.part_tensors(data, "test")
     # The Lipschitz bound is a property of the trained model (1 by construction; here
@@ -235,11 +239,11 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: LipRCPConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return datasets.part_tensors(data, "test")[0][:256]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     """``trained`` holds the trained nets: lip_rcp's (also vanilla_cp's) and rscp's."""
     from reprolab.methods.lip_rcp import plots as figs
 
@@ -250,7 +254,7 @@ def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Pat
     ]
 
 
-def runtime_plots(table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
+def runtime_plots(run: Run, table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
     """The wall-time figure: ``table`` holds evaluate's runtime measurements."""
     from reprolab.methods.lip_rcp import plots as figs
 

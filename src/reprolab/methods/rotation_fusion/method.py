@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.methods.rotation_fusion.config import RotationFusionConfig
 
@@ -43,11 +43,10 @@ def task_name(regime: str, pair: int) -> str:
     return f"{regime}-p{pair}"
 
 
-def prepare(
-    cfg: RotationFusionConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     tasks, info = datasets.image_tasks(
-        assets["images"], [cfg.dataset], cfg.max_rows, cfg.split, cfg.data_seed
+        run.asset("images"), [cfg.dataset], cfg.max_rows, cfg.split, cfg.data_seed
     )
     arrays = tasks[cfg.dataset]
     names = [task_name(r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)]
@@ -57,16 +56,13 @@ def prepare(
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: RotationFusionConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.rotation_fusion import SPEC
-
-    variants = SPEC.selected_variants(cfg)
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x variant x seed, each carrying its regime and pair slot."""
+    cfg = run.cfg
     slots = {task_name(r, k): (r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)}
     return [
-        Unit(t, v, s, {"regime": slots[t][0], "pair": slots[t][1]})
-        for t in sorted(tasks)
-        for s in seeds
-        for v in variants
+        Unit(u.task, u.variant, u.seed, {"regime": slots[u.task][0], "pair": slots[u.task][1]})
+        for u in run.default_units(tasks)
     ]
 
 
@@ -94,20 +90,20 @@ def finetune_subsets(y: np.ndarray, skew: float, seed: int) -> tuple[np.ndarray,
     return np.flatnonzero(to_a), np.flatnonzero(~to_a)
 
 
-def _fit(net, x, y, val, lr, epochs, seed, resume_dir, code, cfg):
+def _fit(net, x, y, val, lr, epochs, seed, resume_dir, code, cfg, trainer):
     import torch
 
     from reprolab.core.training import ClassifierModule, fit_supervised
 
     torch.manual_seed(seed)
     module = ClassifierModule(net, lr, epochs)
-    fit_supervised(module, (x, y), val, cfg.batch_size, epochs, seed, resume_dir)
+    fit_supervised(module, (x, y), val, cfg.batch_size, epochs, seed, resume_dir, trainer=trainer)
     return [{"model": float(code), **h} for h in module.history]
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: RotationFusionConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
@@ -116,6 +112,7 @@ def train_unit(
 
     import torch
 
+    cfg = run.cfg
     x_tr, y_tr = datasets.part_tensors(data, "train")
     val = datasets.part_tensors(data, "val")
     side, seed = image_side(data), _pair_seed(unit)
@@ -136,6 +133,7 @@ def train_unit(
                 resume_dir / name,
                 MODEL_CODES[name],
                 cfg,
+                run.trainer,
             )
             progress(f"{name} trained")
     else:
@@ -152,6 +150,7 @@ def train_unit(
             resume_dir / "base",
             MODEL_CODES["base"],
             cfg,
+            run.trainer,
         )
         progress("base trained")
         rows = finetune_subsets(y_tr.numpy(), cfg.finetune_skew, seed)
@@ -170,6 +169,7 @@ def train_unit(
                 resume_dir / name,
                 MODEL_CODES[name],
                 cfg,
+                run.trainer,
             )
             progress(f"fine-tune {name} trained")
     state = {
@@ -219,11 +219,12 @@ def endpoints(cfg: RotationFusionConfig, data: dict, state: dict) -> dict:
     return nets
 
 
-def restore(unit: Unit, cfg: RotationFusionConfig, data: dict, state: dict):
+def restore(run: Run, unit: Unit, data: dict, state: dict):
     import torch
 
     from reprolab.methods.rotation_fusion import fusion
 
+    cfg = run.cfg
     nets = endpoints(cfg, data, state)
     alphas = sweep_alphas(cfg)
     members = dict(nets)
@@ -246,9 +247,10 @@ def _accuracy(net, x, y) -> float:
         return float((net(x).argmax(-1) == y).float().mean())
 
 
-def evaluate_unit(model, unit: Unit, cfg: RotationFusionConfig, data: dict, history: list[dict]):
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
     import torch
 
+    cfg = run.cfg
     x_va, y_va = datasets.part_tensors(data, "val")
     x_te, y_te = datasets.part_tensors(data, "test")
     m = model.members
@@ -275,18 +277,18 @@ def evaluate_unit(model, unit: Unit, cfg: RotationFusionConfig, data: dict, hist
     return out
 
 
-def example_input(unit: Unit, cfg: RotationFusionConfig, data: dict):
+def example_input(run: Run, unit: Unit, data: dict):
     x, _ = datasets.part_tensors(data, "test")
     return x[:64]
 
 
-def calibration_inputs(unit: Unit, cfg: RotationFusionConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
     x, _ = datasets.part_tensors(data, "train")
     return [x[:256]]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.rotation_fusion import plots as figs
 
     return [

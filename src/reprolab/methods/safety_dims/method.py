@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import lm
 from reprolab.methods.safety_dims import analysis, residual
 from reprolab.methods.safety_dims import prompts as P
@@ -79,10 +79,9 @@ def _encode_split(tokenizer, items: list[P.Prompt], pad: int) -> dict[str, np.nd
     }
 
 
-def prepare(
-    cfg: SafetyDimsConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
-    tokenizer = lm.load_tokenizer(assets[lm.ASSET])
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
+    tokenizer = lm.load_asset_tokenizer(run.asset(lm.ASSET))
     train_topics, test_topics = P.split_topics(cfg.test_topics, cfg.data_seed)
     train = P.generate(train_topics, cfg.train_per_cell, cfg.data_seed, cfg.train_frames)
     test = P.generate(test_topics, cfg.test_per_cell, cfg.data_seed + 1, cfg.test_frames)
@@ -121,8 +120,9 @@ def _pad(data: dict) -> int:
     return int(meta[3]) if int(meta[3]) >= 0 else int(meta[2])
 
 
-def base_model(cfg: SafetyDimsConfig, data: dict):
-    """A fresh copy of the base model (eval mode, fp32)."""
+def base_model(cfg: SafetyDimsConfig, data: dict, asset: Path):
+    """A fresh copy of the base model (eval mode, fp32). ``asset``: the verified folder
+    of the ``smollm2`` asset (``Run.asset(lm.ASSET)``; the tiny model does not read it)."""
     if cfg.model == "tiny":
         info = residual.TokenizerInfo(data["tok_meta"])
         return lm.tiny_model(
@@ -135,9 +135,7 @@ def base_model(cfg: SafetyDimsConfig, data: dict):
             context=256,
             seed=0,  # the same base for every seed: only the fine-tuning varies
         )
-    from reprolab.contract import asset_folder
-
-    model, _ = lm.load(asset_folder(lm.ASSET))
+    model, _ = lm.load(asset)
     return model
 
 
@@ -167,12 +165,8 @@ def _bundle_class():
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: SafetyDimsConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.safety_dims import SPEC
-
-    return [
-        Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in SPEC.selected_variants(cfg)
-    ]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    return run.default_units(tasks)
 
 
 def training_batches(data: dict, batch_size: int, seed: int):
@@ -208,19 +202,20 @@ def _orient(component: np.ndarray, states: np.ndarray, positive: np.ndarray) -> 
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: SafetyDimsConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
 ) -> TrainedUnit:
     import torch
 
+    cfg = run.cfg
     torch.manual_seed(int(unit.seed))
-    base = base_model(cfg, data)
+    base = base_model(cfg, data, run.asset(lm.ASSET))
     module = lm.LoraModule(base, lr=cfg.lr, r=cfg.lora_r, alpha=cfg.lora_alpha, seed=int(unit.seed))
     loader = training_batches(data, cfg.batch_size, int(unit.seed))
-    lm.fit_lora(module, loader, cfg.epochs, resume_dir)
+    lm.fit_lora(module, loader, cfg.epochs, resume_dir, trainer=run.trainer)
     progress(f"LoRA trained ({cfg.epochs} epochs)")
     peft_model = module.model.eval()
     adapter = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
@@ -251,13 +246,16 @@ def train_unit(
 # ---------------------------------------------------------------- restore
 
 
-def restore(unit: Unit, cfg: SafetyDimsConfig, data: dict, state: dict):
+def restore(run: Run, unit: Unit, data: dict, state: dict):
     import torch
 
+    cfg, asset = run.cfg, run.asset(lm.ASSET)
     adapter = {k[len("adapter.") :]: v for k, v in state.items() if k.startswith("adapter.")}
     if not adapter:
         raise lm.MissingAdapterError(f"{unit.id}: the checkpoint holds no LoRA adapter")
-    wrapped = lm.lora_model(base_model(cfg, data), cfg.lora_r, cfg.lora_alpha, 0, int(unit.seed))
+    wrapped = lm.lora_model(
+        base_model(cfg, data, asset), cfg.lora_r, cfg.lora_alpha, 0, int(unit.seed)
+    )
     expected = {k for k, v in wrapped.named_parameters() if v.requires_grad}
     missing = expected - set(adapter)
     if missing:
@@ -269,7 +267,7 @@ def restore(unit: Unit, cfg: SafetyDimsConfig, data: dict, state: dict):
     tuned = wrapped.merge_and_unload().eval()
     top = state.get(TOP_KEY)
     top = torch.as_tensor(top) if top is not None else torch.full((1, 1), -1, dtype=torch.long)
-    return _bundle_class()(base_model(cfg, data), tuned, top).eval()
+    return _bundle_class()(base_model(cfg, data, asset), tuned, top).eval()
 
 
 # ---------------------------------------------------------------- evaluate
@@ -428,7 +426,8 @@ def removal(
     }
 
 
-def evaluate_unit(model, unit: Unit, cfg: SafetyDimsConfig, data: dict, history: list[dict]):
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
+    cfg = run.cfg
     seed = int(unit.seed)
     if unit.variant == "safety_tuned":
         out = analyse(model.base, model.tuned, cfg, data, seed)
@@ -440,14 +439,14 @@ def evaluate_unit(model, unit: Unit, cfg: SafetyDimsConfig, data: dict, history:
     return removal(model.tuned, cfg, data, top, how, seed)
 
 
-def example_input(unit: Unit, cfg: SafetyDimsConfig, data: dict):
+def example_input(run: Run, unit: Unit, data: dict):
     import torch
 
     n = int(data["test_len"][0])
     return torch.as_tensor(data["test_ids"][:1, :n])
 
 
-def calibration_inputs(unit: Unit, cfg: SafetyDimsConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     """A training prompt (never a test prompt); int8_dynamic itself needs no calibration,
     the quantize stage measures each layer's output error on it."""
     import torch
@@ -456,7 +455,7 @@ def calibration_inputs(unit: Unit, cfg: SafetyDimsConfig, data: dict, model) -> 
     return [torch.as_tensor(data["train_ids"][:1, :n])]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.safety_dims import plots as figs
 
     return [

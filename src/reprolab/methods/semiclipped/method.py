@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.semiclipped import pbmc, sim
-from reprolab.methods.semiclipped.config import SemiClippedConfig
+from reprolab.methods.semiclipped.pairs import train_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,9 +21,8 @@ KS = (1, 3, 5, 10, 20)
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: SemiClippedConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     # the pbmc source first: a missing package is named before any compute
     src = pbmc.load(raw_dir) if cfg.pbmc_splits else None
     tasks = {}
@@ -72,14 +71,11 @@ def setting(task: str) -> str:
 # ---------------------------------------------------------------- train
 
 
-def units(cfg: SemiClippedConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.semiclipped import SPEC
-
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    """Every task x variant x seed, each carrying its data setting."""
     return [
-        Unit(t, v, s, params={"setting": setting(t)})
-        for t in sorted(tasks)
-        for s in seeds
-        for v in SPEC.selected_variants(cfg)
+        Unit(u.task, u.variant, u.seed, params={"setting": setting(u.task)})
+        for u in run.default_units(tasks)
     ]
 
 
@@ -89,76 +85,14 @@ def adapter(in_dim: int, hidden: int, out_dim: int):
     return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, out_dim))
 
 
-def clip_loss(a, b, temperature: float):
-    """Symmetric InfoNCE over the cosine-similarity matrix (row i of a pairs with row i of b)."""
-    import torch
-    import torch.nn.functional as F
-
-    logits = F.normalize(a, dim=1) @ F.normalize(b, dim=1).T / temperature
-    target = torch.arange(len(a))
-    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
-
-
-def _train_rows(data: dict) -> np.ndarray:
-    return (data["pert"] >= 0) & ~data["test_pert"] & ~data["test_batch"]
-
-
-def batches(data: dict, cfg: SemiClippedConfig, rng: np.random.Generator, pea) -> list:
-    """One epoch of weak pairs: each minibatch holds distinct perturbations; each
-    transcriptomics sample is paired with a random image sample of the same perturbation
-    (any batch). Where the task says ``pair_other_cell`` (a sample's two views are one
-    cell) the image sample is another cell, and a perturbation with one training cell
-    is left out. With PEA each sample gets a random correction from ``pea``."""
-    rows = np.flatnonzero(_train_rows(data))
-    rows = rows[rng.permutation(len(rows))]
-    img_rows = {
-        p: np.flatnonzero(_train_rows(data) & (data["pert"] == p))
-        for p in np.unique(data["pert"][rows])
-    }
-    other_cell = "pair_other_cell" in data
-    if other_cell:
-        rows = rows[[len(img_rows[int(data["pert"][r])]) > 1 for r in rows]]
-    out, cur, seen = [], [], set()
-    for r in rows:
-        p = int(data["pert"][r])
-        if p in seen:
-            continue
-        cur.append(r)
-        seen.add(p)
-        if len(cur) == cfg.batch_size:
-            out.append(np.array(cur))
-            cur, seen = [], set()
-    if len(cur) >= 2:
-        out.append(np.array(cur))
-    res = []
-    for idx in out:
-        if pea is None:
-            x = data["tx_tvn"][idx]
-        else:
-            means, maps = pea
-            k = rng.integers(means.shape[1], size=len(idx))
-            b = data["batch"][idx]
-            x = np.einsum("nd,nde->ne", data["tx"][idx] - means[b, k], maps[b, k])
-        if other_cell:
-            j = np.array([rng.choice(_others(img_rows[int(data["pert"][i])], i)) for i in idx])
-        else:
-            j = np.array([rng.choice(img_rows[int(data["pert"][i])]) for i in idx])
-        res.append((x.astype(np.float32), data["img_emb"][j].astype(np.float32)))
-    return res
-
-
-def _others(pool: np.ndarray, row: int) -> np.ndarray:
-    return pool[pool != row]
-
-
 def dims(data: dict) -> tuple[int, int]:
     """(transcriptomics input, image embedding) widths of a task."""
     return int(np.shape(data["tx"])[1]), int(np.shape(data["img_emb"])[1])
 
 
 def train_unit(
+    run: Run,
     unit: Unit,
-    cfg: SemiClippedConfig,
     data: dict,
     resume_dir: Path,
     progress: Callable[[str], None],
@@ -169,6 +103,7 @@ def train_unit(
     from reprolab.core.training import fit_resumable
     from reprolab.methods.semiclipped.module import AdapterModule, WeakPairs
 
+    cfg = run.cfg
     data = {k: np.asarray(v) for k, v in data.items()}
     torch.manual_seed(unit.seed)
     tx_dim, img_dim = dims(data)
@@ -178,15 +113,22 @@ def train_unit(
         data, cfg, np.random.default_rng(unit.seed), unit.variant == "semiclipped_pea"
     )
     module = AdapterModule(tx_net, img_net, unit.variant, cfg.lr, cfg.temperature, pairs)
-    fit_resumable(module, DataLoader(pairs, batch_size=None), None, cfg.epochs, resume_dir)
+    fit_resumable(
+        module,
+        DataLoader(pairs, batch_size=None),
+        None,
+        cfg.epochs,
+        resume_dir,
+        trainer=run.trainer,
+    )
     history = module.history
     state = {f"tx.{k}": v for k, v in tx_net.state_dict().items()}
     return TrainedUnit(state=state, history=history)
 
 
-def restore(unit: Unit, cfg: SemiClippedConfig, data: dict, state: dict) -> torch.nn.Module:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
     tx_dim, img_dim = dims(data)
-    net = adapter(tx_dim, cfg.hidden, img_dim)
+    net = adapter(tx_dim, run.cfg.hidden, img_dim)
     net.load_state_dict({k[3:]: v for k, v in state.items() if k.startswith("tx.")})
     return net.eval()
 
@@ -205,9 +147,8 @@ def embed(model, unit: Unit, data: dict) -> np.ndarray:
         return model(torch.from_numpy(np.asarray(data["tx_tvn"], np.float32))).numpy()
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: SemiClippedConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
+    cfg = run.cfg
     data = {k: np.asarray(v) for k, v in data.items()}
     emb = embed(model, unit, data)
     held = (data["pert"] >= 0) & data["test_pert"]
@@ -224,20 +165,20 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: SemiClippedConfig, data: dict):
+def example_input(run: Run, unit: Unit, data: dict):
     import torch
 
     return torch.from_numpy(np.asarray(data["tx_tvn"][:256], np.float32))
 
 
-def calibration_inputs(unit: Unit, cfg: SemiClippedConfig, data: dict, model) -> list:
+def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     import torch
 
-    rows = _train_rows({k: np.asarray(data[k]) for k in ("pert", "test_pert", "test_batch")})
+    rows = train_rows({k: np.asarray(data[k]) for k in ("pert", "test_pert", "test_batch")})
     return [torch.from_numpy(np.asarray(data["tx_tvn"], np.float32)[rows][:512])]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.semiclipped import plots as figs
 
     return [figs.recall_curves(table, out_dir / "recall_at_k.png", KS)]

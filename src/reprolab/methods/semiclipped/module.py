@@ -16,7 +16,7 @@ from torch.utils.data import IterableDataset
 
 from reprolab.core.training import HistoryModule
 from reprolab.methods.semiclipped import sim
-from reprolab.methods.semiclipped.method import batches, clip_loss
+from reprolab.methods.semiclipped.pairs import batches, clip_loss
 
 
 class WeakPairs(IterableDataset):

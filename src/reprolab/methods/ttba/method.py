@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.core import datasets
 from reprolab.core.threads import torch_threads
 from reprolab.methods.ttba.config import TtbaConfig
@@ -32,32 +32,29 @@ N_CLASSES = 10
 # ---------------------------------------------------------------- prepare
 
 
-def prepare(
-    cfg: TtbaConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    cfg = run.cfg
     return datasets.image_tasks(
-        assets["images"], cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
+        run.asset("images"), cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
     )
 
 
-def units(cfg: TtbaConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.ttba import SPEC
-
-    variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    return run.default_units(tasks)
 
 
 # ---------------------------------------------------------------- train
 
 
 def train_unit(
-    unit: Unit, cfg: TtbaConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
     from reprolab.core.training import ClassifierModule, fit_supervised
     from reprolab.methods.ttba.net import cnn
 
+    cfg = run.cfg
     x_tr, y_tr = datasets.part_tensors(data, "train")
     x_va, y_va = datasets.part_tensors(data, "val")
     torch.manual_seed(unit.seed)  # the victim of (task, seed): cross-entropy, Adam, cosine
@@ -65,14 +62,22 @@ def train_unit(
     module = ClassifierModule(net, lr=cfg.lr, epochs=cfg.epochs)
     with torch_threads(cfg.threads):
         fit_supervised(
-            module, (x_tr, y_tr), (x_va, y_va), cfg.batch_size, cfg.epochs, unit.seed, resume_dir
+            module,
+            (x_tr, y_tr),
+            (x_va, y_va),
+            cfg.batch_size,
+            cfg.epochs,
+            unit.seed,
+            resume_dir,
+            trainer=run.trainer,
         )
     return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
-def restore(unit: Unit, cfg: TtbaConfig, data: dict, state: dict) -> torch.nn.Module:
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
     from reprolab.methods.ttba.net import cnn
 
+    cfg = run.cfg
     net = cnn(np.asarray(data["x_train"]).shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
     net.load_state_dict(state)
     return net.eval()
@@ -202,20 +207,19 @@ def summarize(run: dict, cfg: TtbaConfig, variant: str) -> dict[str, float]:
     return {k: float(v) for k, v in out.items()}
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: TtbaConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
+    cfg = run.cfg
     with torch_threads(cfg.threads):
         if unit.variant == "victim":
             return victim_metrics(model, data)
         return summarize(attack_images(model, unit, cfg, data), cfg, unit.variant)
 
 
-def example_input(unit: Unit, cfg: TtbaConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return datasets.part_tensors(data, "test")[0][:64]
 
 
-def plots(table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     """``trained`` holds the victims only (the attacks train nothing)."""
     from reprolab.methods.ttba import plots as figs
 

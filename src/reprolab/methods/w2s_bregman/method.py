@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import TrainedUnit, Unit
+from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
 from reprolab.methods.w2s_bregman.config import W2SConfig, heads_of, task_name
 
 if TYPE_CHECKING:
@@ -80,21 +80,17 @@ def make_task(cfg: W2SConfig, index: int) -> dict[str, np.ndarray]:
     }
 
 
-def prepare(
-    cfg: W2SConfig, seeds: Sequence[int], raw_dir: Path, assets: dict[str, Path]
-) -> tuple[dict, dict]:
+def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     import torch
 
+    cfg = run.cfg
     torch.set_num_threads(1)  # small full-batch fits: see train_unit
     tasks = {task_name(i): make_task(cfg, i) for i in range(cfg.n_tasks)}
     return tasks, {"sizes": {t: cfg.n_strong for t in tasks}, "classes": cfg.classes}
 
 
-def units(cfg: W2SConfig, seeds: Sequence[int], tasks: Sequence[str]) -> list[Unit]:
-    from reprolab.methods.w2s_bregman import SPEC
-
-    variants = SPEC.selected_variants(cfg)
-    return [Unit(t, v, s) for t in sorted(tasks) for s in seeds for v in variants]
+def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
+    return run.default_units(tasks)
 
 
 def _module(unit: Unit, cfg: W2SConfig, data: dict):
@@ -109,7 +105,7 @@ def _module(unit: Unit, cfg: W2SConfig, data: dict):
 
 
 def train_unit(
-    unit: Unit, cfg: W2SConfig, data: dict, resume_dir: Path, progress: Callable[[str], None]
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     # A unit is a few hundred full-batch steps (about a second): no resume points.
     import torch
@@ -120,6 +116,7 @@ def train_unit(
 
     from reprolab.methods.w2s_bregman.model import fit_projection
 
+    cfg = run.cfg
     index = int(np.asarray(data["index"])[0])
     rows = np.random.default_rng([unit.seed, index]).choice(cfg.n_pool, cfg.n_strong, False)
     x = torch.as_tensor(np.asarray(data["x_pool"])[rows])
@@ -132,15 +129,13 @@ def train_unit(
     return TrainedUnit(state=module.state_dict(), history=history)
 
 
-def restore(unit: Unit, cfg: W2SConfig, data: dict, state: dict) -> torch.nn.Module:
-    module = _module(unit, cfg, data)
+def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    module = _module(unit, run.cfg, data)
     module.load_state_dict(state)
     return module.eval()
 
 
-def evaluate_unit(
-    model, unit: Unit, cfg: W2SConfig, data: dict, history: list[dict]
-) -> dict[str, float]:
+def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     import torch
 
     from reprolab.methods.w2s_bregman.model import misfit_gain
@@ -158,18 +153,18 @@ def evaluate_unit(
     return out
 
 
-def example_input(unit: Unit, cfg: W2SConfig, data: dict) -> torch.Tensor:
+def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     import torch
 
     return torch.as_tensor(np.asarray(data["x_test"])[:256])
 
 
-def plots(table: pd.DataFrame, out_dir: Path, histories: dict[Unit, list[dict]]) -> list[Path]:
+def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
     from reprolab.methods.w2s_bregman import plots as figs
 
     return [
         figs.gain_vs_misfit(table, out_dir / "gain_vs_misfit.png", reverse=False),
         figs.gain_vs_misfit(table, out_dir / "gain_vs_misfit_reverse_kl.png", reverse=True),
         figs.gap_by_k(table, out_dir / "gap_by_k.png"),
-        figs.training_curves(histories, out_dir / "train_kl_by_step.png"),
+        figs.training_curves(trained, out_dir / "train_kl_by_step.png"),
     ]

@@ -9,25 +9,29 @@ round trip and a fork.
 
 How a stage runs through it
 ---------------------------
-``python -m reprolab <command> ...`` (``__main__``) first calls :func:`delegate`, which
-is stdlib-only and cheap. If a live worker answers on the project's socket
+``python -m reprolab <command> ...`` (``__main__``) first calls :func:`delegate` for every
+stage command (``__main__`` routes the operations commands, this module's ``worker
+start|stop|status|serve`` among them, itself), which is stdlib-only and cheap. If a live worker answers on the project's socket
 (``.reprolab/worker.sock``, git-ignored), the client sends its argv, cwd, environment,
 umask, ``sys.path`` and its three standard file descriptors (``SCM_RIGHTS``), then
 waits for the exit status and exits with it (a stage killed by a signal kills the
 client with the same signal). SIGINT, SIGTERM and SIGHUP received by the client are
 forwarded to the stage. If the client dies, the stage is terminated (SIGTERM, then
 SIGKILL after a grace period). With no worker, a dead socket, or a worker that is
-stale or does not match this interpreter, the client runs the stage in-process exactly
-as before: the worker is an accelerator, never a requirement.
+stale, refuses to fork or does not match this interpreter, the client runs the stage
+in-process exactly as before: the worker is an accelerator, never a requirement.
 
 Inside the worker
 -----------------
 The serving process imports only third-party libraries (:data:`PRELOAD`), never the
-rest of reprolab, so edits to stages, core or methods take effect in the next stage
-without a restart (only edits to this file need one; they are detected, see below).
-Per connection it reads the request and forks a *handler*; the handler forks the
-*stage* process, which sets up the client's environment, cwd, fds and ``sys.argv``,
-runs ``reprolab.cli.main`` and ``os._exit``s with its code; the handler relays
+rest of reprolab beyond this module, its packages and the source normaliser it hashes
+code with (``reprolab.core.fingerprint``), so edits to stages, core or methods take
+effect in the next stage without a restart (only edits to the modules the server runs
+itself need one; they are detected, see below). Per connection it reads the request
+and forks a *handler*; the handler forks the *stage* process, which sets up the
+client's environment, cwd, fds and ``sys.argv``, drops every reprolab module but this
+one and its packages, runs the stage router ``reprolab.cli.main`` and ``os._exit``s
+with its code; the handler relays
 signals and the exit status. Because every connection gets its own processes, the
 server keeps accepting while stages run: concurrent clients (Prefect, a user next to
 DVC) are served concurrently. The server never starts a thread (``fork`` is only safe
@@ -35,11 +39,26 @@ in a single-threaded process) and never runs a torch op (torch's thread pools st
 lazily, so each stage still gets a fresh pool sized by ``REPROLAB_THREADS``); both are
 checked after preloading, and a worker that finds threads refuses to serve.
 
-Staleness: the worker records its interpreter, ``sys.path``, the mtime of its
-site-packages, ``requirements.lock`` and this file. Every request re-checks the files
-(a few ``stat`` calls): if anything changed, the client is told to run in-process and
-the worker exits. A client whose interpreter, version or ``sys.path`` (beyond the
-script folder) differs from the worker's runs in-process too. The worker exits after
+Staleness: the worker records its interpreter, ``sys.path`` and a digest
+(:func:`staleness_digest`) of what a fork inherits instead of importing afresh: the
+installed environment (``requirements.lock`` and ``requirements-nodeps.lock`` of its
+project, byte for byte; ``pyvenv.cfg``; the names, hence versions, of the distributions
+in site-packages) and the reprolab sources the server itself runs (:func:`server_sources`:
+this file, ``__main__``, the packages' ``__init__`` and ``core/fingerprint.py``), each
+without comments and blank lines (``code_text``). The digest is of contents, not mtimes:
+an edit that keeps a file's mtime, or one inside a folder whose mtime does not move, is
+seen; a comment edit or a ``touch`` is not a change. Every request recomputes it when a
+``stat`` of its inputs moved (a few ``stat`` calls otherwise): if it changed, the client
+is told to run in-process and the worker exits. A client whose interpreter, version or
+``sys.path`` (beyond the script folder) differs from the worker's runs in-process too.
+
+CUDA: a process forked from one that has initialised CUDA cannot use CUDA (torch
+raises "Cannot re-initialize CUDA in forked subprocess"), and the server never runs a
+torch op, so CUDA initialised in it is a bug (a preloaded module that touches the GPU
+at import). The worker then refuses to fork: after preloading it does not serve at all,
+and before every fork it checks again (``torch.cuda.is_initialized()``, only if the
+server has torch loaded); a request it refuses is answered with the reason, which the
+client prints before running the stage in-process, and the worker exits. The worker exits after
 ``REPROLAB_WORKER_IDLE`` seconds (default 600) without a request.
 
 Who starts it
@@ -296,7 +315,14 @@ def delegate(argv: list[str]) -> int | None:
         sock.close()
         return None
     if reply.get("op") != "started":
-        sock.close()  # "fallback": stale worker or another interpreter
+        sock.close()  # "fallback": stale worker, another interpreter or a refusal
+        if reply.get("notice"):
+            print(
+                f"reprolab: the worker did not run this stage ({reply.get('reason')}); "
+                "running it in-process",
+                file=sys.stderr,
+                flush=True,
+            )
         return None
     try:
         _send(sock, {"op": "go"})  # from here on the stage runs in the worker, never here
@@ -392,24 +418,126 @@ class _Stop(Exception):
     """Raised by the server's SIGTERM/SIGINT handler to leave the accept loop."""
 
 
-def _file_stamps(root: str) -> dict:
-    """mtimes that change when the environment or the worker's own code changes."""
+#: the project's lock files, hashed byte for byte into the staleness digest
+LOCK_FILES = ("requirements.lock", "requirements-nodeps.lock")
+
+
+def server_sources() -> list[str]:
+    """The reprolab source files this process has loaded (real paths, sorted): in the
+    server, the code a stage forked from it inherits instead of importing afresh (the
+    stage drops every other reprolab module). Imports the normaliser the digest uses
+    first, so that it is among them."""
+    import reprolab.core.fingerprint  # noqa: F401 - hashed: the digest runs its code_text
+
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../reprolab
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and path.endswith(".py"):
+            path = os.path.realpath(path)
+            if path.startswith(package + os.sep):
+                found.add(path)
+    return sorted(found)
+
+
+def _site_dirs() -> list[str]:
     import sysconfig
 
-    paths = {
-        "site-packages": sysconfig.get_paths()["purelib"],
-        "requirements.lock": os.path.join(root, "requirements.lock"),
-        "worker.py": os.path.abspath(__file__),
-        "pyvenv.cfg": os.path.join(sys.prefix, "pyvenv.cfg"),
-    }
-    stamps = {}
-    for name, p in paths.items():
-        try:
-            st = os.stat(p)
-            stamps[name] = [st.st_mtime_ns, st.st_size]
-        except OSError:
-            stamps[name] = None
-    return stamps
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]})
+
+
+def _inputs(root: str, sources: list[str]) -> list[tuple[str, str]]:
+    """(kind, path) of everything the digest reads."""
+    return [
+        *(("raw", os.path.join(root, name)) for name in LOCK_FILES),
+        ("raw", os.path.join(sys.prefix, "pyvenv.cfg")),
+        *(("listing", d) for d in _site_dirs()),
+        *(("code", path) for path in sources),
+    ]
+
+
+def _stat_key(path: str) -> tuple | None:
+    """Changes whenever the file (or a folder's entry list) is written: ctime moves with
+    any write or rename, even one that restores the mtime."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _content(kind: str, path: str) -> bytes | None:
+    try:
+        if kind == "listing":  # installed distributions: names carry their versions
+            names = sorted(
+                n for n in os.listdir(path) if n.endswith((".dist-info", ".egg-info", ".pth"))
+            )
+            return "\n".join(names).encode()
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if kind == "code":
+        from reprolab.core.fingerprint import code_text
+
+        return code_text(data)
+    return data
+
+
+_digest_cache: dict[tuple, str] = {}
+#: seconds within which a file's stat cannot vouch for its content (see below)
+RACY_S = 2.0
+
+
+def staleness_digest(root: str, sources: list[str]) -> str:
+    """A hash of what a stage forked from the worker inherits instead of reading afresh:
+    the project's lock files (:data:`LOCK_FILES`) and ``pyvenv.cfg`` byte for byte, the
+    distributions installed in site-packages (their names, hence versions) and
+    ``sources`` without comments and blank lines (``reprolab.core.fingerprint.code_text``:
+    a comment edit is not a change). Recomputed only when a ``stat`` of an input moved
+    (a few stat calls per request otherwise: ctime moves with every write); a missing
+    file hashes as missing."""
+    import hashlib
+
+    inputs = _inputs(root, sources)
+    stats = [_stat_key(path) for _, path in inputs]
+    key = tuple(zip(inputs, stats, strict=True))
+    cached = _digest_cache.get(key)
+    if cached is not None:
+        return cached
+    h = hashlib.sha256()
+    for kind, path in inputs:
+        data = _content(kind, path)
+        h.update(f"{kind}\0{path}\0".encode())
+        h.update(b"missing" if data is None else hashlib.sha256(data).digest())
+    digest = h.hexdigest()
+    # File times tick coarsely (a few ms): a file written within RACY_S of now may be
+    # written again with the same stat, so a digest that read one is not cached.
+    recent = time.time_ns() - int(RACY_S * 1e9)
+    if all(st is None or st[3] < recent for st in stats):
+        _digest_cache.clear()  # one entry: the inputs of the running server
+        _digest_cache[key] = digest
+    return digest
+
+
+def cuda_refusal() -> str | None:
+    """Why this process must not fork because of CUDA, or None: a child of a process that
+    has initialised CUDA cannot use it. torch is only asked if already loaded here."""
+    torch = sys.modules.get("torch")
+    is_initialized = getattr(getattr(torch, "cuda", None), "is_initialized", None)
+    if is_initialized is None:
+        return None
+    try:
+        initialised = bool(is_initialized())
+    except Exception:  # noqa: BLE001 - a torch that cannot answer has not initialised CUDA
+        return None
+    if initialised:
+        return (
+            "CUDA is initialised in the worker process, and a process forked from it "
+            "cannot use CUDA; the worker refuses to fork"
+        )
+    return None
 
 
 def preload(modules: tuple[str, ...] | None = None) -> dict[str, float]:
@@ -446,6 +574,9 @@ def _fork_safe() -> str | None:
     fork handlers reset it). torch's OpenMP pool must not be started at all."""
     import threading
 
+    cuda = cuda_refusal()
+    if cuda:
+        return cuda
     if threading.active_count() != 1:
         names = ", ".join(t.name for t in threading.enumerate())
         return f"{threading.active_count()} Python threads are running ({names})"
@@ -498,7 +629,8 @@ def serve(root: str, idle_s: float, ready_fd: int | None = None) -> int:
         print(f"reprolab worker: cannot fork safely after preloading: {unsafe}", file=sys.stderr)
         return 1
     identity = interpreter_identity()
-    stamps = _file_stamps(root)
+    sources = server_sources()
+    digest = staleness_digest(root, sources)
     path = socket_path(root)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a dead worker's socket: we hold the lock, so nobody serves it
@@ -579,13 +711,18 @@ def serve(root: str, idle_s: float, ready_fd: int | None = None) -> int:
                 if op != "run" or len(fds) != 3:
                     _send(conn, {"op": "fallback", "reason": f"bad request {op!r}"})
                     continue
-                if _file_stamps(root) != stamps:
+                if staleness_digest(root, sources) != digest:
                     _send(conn, {"op": "fallback", "reason": "stale worker"})
                     reason = "environment or worker code changed"
                     break
                 if msg.get("identity") != identity or msg.get("protocol") != PROTOCOL:
                     _send(conn, {"op": "fallback", "reason": "another interpreter"})
                     continue
+                refusal = cuda_refusal()
+                if refusal:  # every later fork would be refused too: stop serving
+                    _send(conn, {"op": "fallback", "reason": refusal, "notice": True})
+                    reason = refusal
+                    break
                 requests += 1
                 _flush()
                 pid = os.fork()
@@ -717,17 +854,24 @@ def _stage(msg: dict, fds: list[int]) -> None:
             if stream is not None and hasattr(stream, "reconfigure"):
                 with contextlib.suppress(Exception):
                     stream.reconfigure(**cfg)
-        # Nothing of reprolab but this module is loaded in the server; drop any other
-        # so the stage imports the code as it is on disk now.
+        # Nothing of reprolab but this module, its packages and the code normaliser is
+        # loaded in the server; drop any other so the stage imports the code as it is on
+        # disk now (what is kept is in the staleness digest).
+        kept = {__name__, *(__name__.rsplit(".", n)[0] for n in range(1, __name__.count(".") + 1))}
         for name in [n for n in sys.modules if n.startswith("reprolab.") or n == "reprolab"]:
-            if name not in ("reprolab", __name__):
+            if name not in kept:
                 del sys.modules[name]
         hook = getattr(sys.modules.get("sitecustomize"), "reprolab_stage_child", None)
         if hook is not None:  # bench/probe: time this stage like a stage process
             hook(list(msg["argv"]))
-        from reprolab.cli import main
+        # the stage router, as in `python -m reprolab`, named by the ops package (an
+        # entry point, not an import of the layer above: the server never loads it)
+        import importlib
 
-        code = main(list(msg["argv"]))
+        from reprolab.ops import STAGE_ROUTER
+
+        module, function = STAGE_ROUTER
+        code = getattr(importlib.import_module(module), function)(list(msg["argv"]))
     except SystemExit as exc:
         if exc.code is None:
             code = 0
