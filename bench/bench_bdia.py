@@ -31,7 +31,7 @@ import torch
 
 from reprolab.methods.bdia.config import BDIAConfig
 from reprolab.methods.bdia.memory import SavedBytes
-from reprolab.methods.bdia.model import bdia_logits, build_vit, draw_signs
+from reprolab.methods.bdia.net import bdia_logits, build_vit, draw_signs
 from reprolab.methods.bdia.revvit import revvit_features
 
 KINDS = ("standard", "bdia", "revvit")

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from reprolab.methods.grokformer import graphs
-from reprolab.methods.grokformer.models import FourierFilter, spectral_apply
+from reprolab.methods.grokformer.net import FourierFilter, spectral_apply
 
 
 def _median_seconds(fn, repeats: int) -> float:

@@ -171,6 +171,76 @@ class MethodConfig(StrictConfig):
     variants: list[str] | None = None
 
 
+# ------------------------------------------------------------------ config mixins
+# A method config inherits MethodConfig and the mixins of the settings it shares with
+# other methods: ``class TtbaConfig(MethodConfig, ImageDataConfig, OptimConfig)``. A
+# mixin field's documentation, bounds and default live once, on the mixin; a method
+# whose default differs redeclares the field in its own class with its default (pydantic
+# replaces an inherited field whole: the redeclaration restates the bounds, and the
+# :func:`prepare_field` marker of a field prepare reads).
+
+#: the ``json_schema_extra`` key of :func:`prepare_field`
+PREPARE_MARK = "prepare"
+
+
+def prepare_field(default: Any, **kwargs: Any) -> Any:
+    """``Field(default, **kwargs)`` of a config field the ``prepare`` hook reads. The
+    marked fields of a method's config are its ``MethodSpec.prepare_keys`` (unless the
+    spec lists them itself)."""
+    return Field(default, json_schema_extra={PREPARE_MARK: True}, **kwargs)
+
+
+def prepare_fields(model: type[BaseModel]) -> tuple[str, ...] | None:
+    """The fields of ``model`` marked by :func:`prepare_field`, in field order; ``None``
+    when none is (prepare then depends on the whole config)."""
+    marked = tuple(
+        name
+        for name, info in model.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get(PREPARE_MARK)
+    )
+    return marked or None
+
+
+class DataSeed(StrictConfig):
+    """Mixin: the seed of what ``prepare`` draws."""
+
+    #: seed of prepare's draws (subsamples, splits, synthetic tasks and samples): the
+    #: prepared data, fixed across the training seeds
+    data_seed: int = prepare_field(0, ge=0)
+
+
+#: the datasets of the ``images`` asset (``reprolab/assets/images.py``)
+ImageDataset = Literal["digits", "mnist", "fashion_mnist"]
+
+
+class ImageDatasets(DataSeed):
+    """Mixin of a method with one task per dataset of the ``images`` asset."""
+
+    #: datasets of the ``images`` asset, one task each
+    datasets: list[ImageDataset] = prepare_field(["mnist"], min_length=1)
+    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
+    max_rows: int = prepare_field(0, ge=0)
+
+
+class ImageDataConfig(ImageDatasets):
+    """Mixin of a method whose ``prepare`` is ``core.datasets.image_tasks`` on its
+    ``datasets``, ``max_rows``, ``split`` and ``data_seed``."""
+
+    #: train / validation (or calibration) / test fractions, fixed at prepare
+    split: Split = prepare_field([0.6, 0.2, 0.2])
+
+
+class OptimConfig(StrictConfig):
+    """Mixin of a method trained by minibatch gradient descent for a number of epochs."""
+
+    #: passes over the training data
+    epochs: int = Field(default=3, ge=1)
+    #: training rows per optimizer step
+    batch_size: int = Field(default=64, ge=1)
+    #: the optimizer's (initial) learning rate
+    lr: float = Field(default=3e-3, gt=0)
+
+
 def _id_part(value: ParamValue) -> str:
     """A parameter value as it appears in a unit id (and so in file names)."""
     return str(value).replace("/", "-").replace(" ", "_")
@@ -355,7 +425,8 @@ class MethodSpec:
     assets: tuple[str, ...] = ()
     #: the config keys the ``prepare`` hook reads (``None``: all of them). Prepared data
     #: depends on these alone, so changing ``epochs`` does not rebuild datasets; the
-    #: contract test checks that ``prepare`` reads no other key.
+    #: contract test checks that ``prepare`` reads no other key. Left out: the fields of
+    #: ``config_model`` marked by :func:`prepare_field` (``None`` when none is).
     prepare_keys: tuple[str, ...] | None = None
     #: precisions evaluated without the quantize stage: ("fp32",) for an LP or a noise
     #: distribution; ("fp32", "bf16") for a language model (the model is cast)
@@ -368,6 +439,8 @@ class MethodSpec:
         if self.readme is None:
             folder = Path(__file__).with_name("methods") / self.slug
             object.__setattr__(self, "readme", folder / "README.md")
+        if self.prepare_keys is None:
+            object.__setattr__(self, "prepare_keys", prepare_fields(self.config_model))
 
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]

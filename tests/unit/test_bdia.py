@@ -197,7 +197,7 @@ def test_never_nonzero_check_fails_on_a_single_bit():
 
 def test_bdia_training_forward_and_gamma_zero_inference():
     from reprolab.methods.bdia.config import BDIAConfig
-    from reprolab.methods.bdia.model import FixedPointViT, bdia_logits, build_vit, draw_signs
+    from reprolab.methods.bdia.net import FixedPointViT, bdia_logits, build_vit, draw_signs
 
     cfg = BDIAConfig(dim=8, depth=3, heads=2, bits=20)
     torch.manual_seed(0)

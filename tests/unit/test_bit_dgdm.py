@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from reprolab.methods.bit_dgdm import diffusion, graphs, metrics
-from reprolab.methods.bit_dgdm.model import GraphDiffusion
+from reprolab.methods.bit_dgdm.net import GraphDiffusion
 
 M = torch.tensor([0.6, 0.25, 0.1, 0.05])
 

@@ -14,7 +14,7 @@ from scipy import optimize
 from reprolab.contract import Run
 from reprolab.core.claims import Threshold, Where
 from reprolab.core.training import fit_resumable
-from reprolab.methods.clipped_sgd import SPEC, lightning_module, method, strategic
+from reprolab.methods.clipped_sgd import SPEC, method, strategic
 from reprolab.methods.clipped_sgd.algorithms import (
     Quadratic,
     clip,
@@ -24,6 +24,7 @@ from reprolab.methods.clipped_sgd.algorithms import (
 )
 from reprolab.methods.clipped_sgd.claims import CLAIMS
 from reprolab.methods.clipped_sgd.config import ClippedSGDConfig, task_name
+from reprolab.methods.clipped_sgd.module import StrategicClassification, clip_rows
 
 ZS = (np.random.default_rng(3).random(400) < 0.2).astype(float)
 
@@ -150,7 +151,7 @@ def test_clip_operator_properties():
     np.testing.assert_array_equal(clip(g, math.inf), g)
     scalars = rng.standard_normal((50, 1)) * 3  # in one dimension it is np.clip
     np.testing.assert_allclose(clip(scalars, c), np.clip(scalars, -c, c), rtol=1e-15)
-    torch_out = lightning_module.clip_rows(torch.as_tensor(g), c).numpy()
+    torch_out = clip_rows(torch.as_tensor(g), c).numpy()
     np.testing.assert_allclose(torch_out, out, rtol=1e-12)
     proj = project_ball(g, 2.0)
     assert np.all(np.linalg.norm(proj, axis=1) <= 2.0 + 1e-12)
@@ -180,7 +181,7 @@ def test_per_sample_gradients_match_autograd(population):
 
     ref = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0, 0))(th, xt, yt)
     np.testing.assert_allclose(ours, ref.detach().numpy(), rtol=1e-10, atol=1e-12)
-    module_grads = lightning_module.StrategicClassification(
+    module_grads = StrategicClassification(
         x, y, mask, theta, **_module_args(beta=beta, lam=lam, chains=1, steps=1)
     ).per_sample_grads(torch.as_tensor(theta)[None], torch.arange(len(y))[None])
     np.testing.assert_allclose(module_grads[0].numpy(), ours, rtol=1e-12)
@@ -237,7 +238,7 @@ def _module_args(**overrides):
 def test_torch_dicesgd_with_huge_clips_is_plain_sgd(population):
     x, y, mask = population
     ps = np.zeros(x.shape[1])
-    module = lightning_module.StrategicClassification(x, y, mask, ps, **_module_args())
+    module = StrategicClassification(x, y, mask, ps, **_module_args())
     opt = module.configure_optimizers()
     theta = module.theta.detach().clone()
     for t in range(20):
@@ -296,13 +297,13 @@ def test_tiny_run_is_deterministic_and_resumes_exactly(tmp_path, monkeypatch):
     fit_resumable(stopped, method.pace(cfg), None, 1, resume, trainer=run.trainer)
     assert (resume / "last.ckpt").is_file()
     steps_run = []
-    step = lightning_module.StrategicClassification.training_step
+    step = StrategicClassification.training_step
 
     def counted(self, batch, batch_idx):
         steps_run.append(self.global_step)
         return step(self, batch, batch_idx)
 
-    monkeypatch.setattr(lightning_module.StrategicClassification, "training_step", counted)
+    monkeypatch.setattr(StrategicClassification, "training_step", counted)
     resumed = method.train_unit(run, unit, data[unit.task], resume, print)
     assert steps_run == list(range(15, 30))  # only the second epoch ran again
     assert resumed.history == straight.history

@@ -11,9 +11,21 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from pydantic import Field, ValidationError
 
 from reprolab import config, registry
-from reprolab.contract import MethodConfig, MethodSpec, Unit, Variant
+from reprolab.contract import (
+    DataSeed,
+    ImageDataConfig,
+    MethodConfig,
+    MethodSpec,
+    OptimConfig,
+    Split,
+    Unit,
+    Variant,
+    prepare_field,
+    prepare_fields,
+)
 from reprolab.core import claims, io
 from reprolab.core.claims import PairedDifference, Threshold
 from reprolab.stages.evaluate import metrics_table
@@ -219,6 +231,73 @@ def test_resolved_files_separate_prepare_keys(monkeypatch):
     assert after["ensloss.prepare.json"] == before["ensloss.prepare.json"]
     assert set(after["ensloss.prepare.json"]["method"]) == {"datasets", "max_rows"}
     assert "asset.images.json" in after
+
+
+# ------------------------------------------------------------------ config mixins, prepare fields
+
+
+class _Toy(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = prepare_field(500, ge=0)  # redeclared and marked again: a prepare key
+    split: Split = Field(default=[0.5, 0.25, 0.25])  # redeclared unmarked: not one
+    lr: float = Field(default=0.1, gt=0)
+    n_tasks: int = prepare_field(3, ge=1)
+
+
+def _spec(**kwargs) -> MethodSpec:
+    return dataclasses.replace(spec_with(Variant("m", "the method", is_method=True)), **kwargs)
+
+
+def test_mixin_fields_reach_the_method_config_with_their_defaults_and_bounds():
+    cfg = _Toy()
+    assert (cfg.datasets, cfg.data_seed, cfg.epochs, cfg.batch_size) == (["mnist"], 0, 3, 64)
+    assert (cfg.max_rows, cfg.split, cfg.lr) == (500, [0.5, 0.25, 0.25], 0.1)  # redeclared
+    for bad in ({"batch_size": 0}, {"data_seed": -1}, {"split": [0.5, 0.5, 0.5]}, {"lr": 0}):
+        with pytest.raises(ValidationError):
+            _Toy(**bad)
+    with pytest.raises(ValidationError):  # a mixin's fields are strict like the config's
+        _Toy(epochs="3")
+    # the methods: ttba reads every image-data and optimizer key from the mixins
+    ttba = registry.get("ttba").config_model
+    assert issubclass(ttba, ImageDataConfig) and issubclass(ttba, OptimConfig)
+    assert {"datasets", "max_rows", "split", "data_seed", "epochs", "batch_size", "lr"} <= set(
+        ttba.model_fields
+    )
+    assert (ttba().batch_size, ttba().max_rows) == (64, 1500)
+    seeded = [
+        s for s in registry.slugs() if "data_seed" in registry.get(s).config_model.model_fields
+    ]
+    assert all(issubclass(registry.get(s).config_model, DataSeed) for s in seeded)
+
+
+def test_prepare_keys_are_the_marked_fields():
+    spec = _spec(config_model=_Toy)
+    assert spec.prepare_keys == prepare_fields(_Toy)
+    # the fields the mixins mark and the method's own marked fields; a redeclared field
+    # is a prepare key only when it is marked again
+    assert set(spec.prepare_keys) == {"datasets", "max_rows", "data_seed", "n_tasks"}
+    assert _Toy.model_json_schema()["properties"]["n_tasks"]["prepare"] is True
+    # a spec that lists its keys keeps them
+    listed = _spec(config_model=_Toy, prepare_keys=("n_tasks",))
+    assert listed.prepare_keys == ("n_tasks",)
+
+
+def test_a_config_without_marked_fields_has_no_prepare_keys():
+    assert spec_with(Variant("m", "the method", is_method=True)).prepare_keys is None
+    assert prepare_fields(MethodConfig) is None
+    assert registry.get("crane").prepare_keys is None  # crane's prepare reads everything
+
+
+def test_no_method_lists_its_prepare_keys_by_hand():
+    for slug in registry.slugs():
+        spec = registry.get(slug)
+        assert spec.prepare_keys == prepare_fields(spec.config_model), slug
+    assert set(registry.get("cplearn").prepare_keys) == {
+        "datasets",
+        "max_rows",
+        "test_frac",
+        "data_seed",
+        "code_ratios",
+    }
 
 
 def test_asset_sections_are_validated():

@@ -100,11 +100,6 @@ def test_image_tasks_splits_each_dataset_by_class(tmp_path):
         datasets.image_tasks(tmp_path, ["mnist"], 0, (0.6, 0.2, 0.2), seed=7)
 
 
-def test_image_task_keys_name_the_split_key():
-    assert datasets.image_task_keys() == ("datasets", "max_rows", "split", "data_seed")
-    assert datasets.image_task_keys("test_frac")[2] == "test_frac"
-
-
 def test_part_tensors_scales_uint8_images_only():
     data = {
         "x_img": np.array([[0, 51, 255]], dtype=np.uint8),
@@ -166,3 +161,223 @@ def test_grouped_bars_draws_one_bar_per_series_and_tick():
     assert heights == [1.0, 2.0, 3.0, 0.5, 1.5, 2.5]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
     plt.close(fig)
+
+
+def test_prepare_image_tasks_is_image_tasks_on_the_run_config(tmp_path):
+    from types import SimpleNamespace
+
+    y = np.repeat(np.arange(2), 10)
+    x = np.arange(20, dtype=np.uint8)[:, None].repeat(3, axis=1)
+    save_arrays(tmp_path, "toy", {"x": x, "y": y})
+    cfg = SimpleNamespace(datasets=["toy"], max_rows=12, split=[0.5, 0.25, 0.25], data_seed=3)
+    run = SimpleNamespace(cfg=cfg, asset={"images": tmp_path}.__getitem__)
+    for parts in (("train", "val", "test"), ("train", "cal", "test")):
+        got, info = datasets.prepare_image_tasks(run, parts=parts)
+        want, want_info = datasets.image_tasks(tmp_path, ["toy"], 12, [0.5, 0.25, 0.25], 3, parts)
+        assert info == want_info and list(got["toy"]) == list(want["toy"])
+        assert all(np.array_equal(got["toy"][k], want["toy"][k]) for k in want["toy"])
+    assert "x_cal" in got["toy"]
+
+
+def _toy_task(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for part, n in (("train", 40), ("val", 12), ("cal", 10)):
+        out[f"x_{part}"] = rng.integers(0, 256, (n, 6), dtype=np.uint8)
+        out[f"y_{part}"] = rng.integers(0, 3, n)
+    return out
+
+
+def _tensors(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference's own reading of a part: uint8 / 255 as float32, labels as int64."""
+    x = torch.tensor(data[f"x_{part}"].astype(np.float32) / np.float32(255.0))
+    return x, torch.tensor(data[f"y_{part}"].astype(np.int64))
+
+
+def _classifier() -> training.ClassifierModule:
+    net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 3))
+    return training.ClassifierModule(net, lr=0.05, epochs=2)
+
+
+@pytest.mark.parametrize("val_part", ["val", "cal"])
+def test_train_classifier_is_the_seeded_supervised_recipe(tmp_path, val_part):
+    from types import SimpleNamespace
+
+    data, unit = _toy_task(), Unit("t", "v", 5)
+    run = SimpleNamespace(trainer=TrainerConfig(accelerator="cpu"))
+    # the reference, written out: the seed, then the module, then the fit
+    torch.manual_seed(123)
+    torch.rand(7)  # whatever torch's RNG holds before the recipe seeds it is irrelevant
+    torch.manual_seed(5)
+    ref = _classifier()
+    training.fit_supervised(
+        ref,
+        _tensors(data, "train"),
+        _tensors(data, val_part),
+        8,
+        2,
+        5,
+        tmp_path / "ref",
+        trainer=run.trainer,
+    )
+    torch.manual_seed(321)
+    torch.rand(3)
+    got = training.train_classifier(
+        run, unit, data, tmp_path / "got", _classifier, batch_size=8, epochs=2, val_part=val_part
+    )
+    want = ref.net.state_dict()
+    assert list(got.state) == list(want)
+    assert all(torch.equal(got.state[k], want[k]) for k in want)
+    assert got.history == ref.history and len(got.history) == 2
+    assert (tmp_path / "got" / training.LAST).is_file()  # resumable like every fit
+
+
+def test_train_classifier_saves_what_export_gives(tmp_path):
+    from types import SimpleNamespace
+
+    run = SimpleNamespace(trainer=TrainerConfig(accelerator="cpu"))
+    got = training.train_classifier(
+        run,
+        Unit("t", "v", 1),
+        _toy_task(1),
+        tmp_path,
+        _classifier,
+        batch_size=16,
+        epochs=1,
+        export=lambda module: module.net[2],
+    )
+    assert set(got.state) == {"weight", "bias"} and got.state["weight"].shape == (3, 5)
+
+
+def test_restore_module_loads_the_state_in_eval_mode():
+    def build() -> torch.nn.Module:
+        return torch.nn.Sequential(
+            torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3), torch.nn.Dropout(0.5)
+        )
+
+    torch.manual_seed(0)
+    trained = build()
+    trained.train()(torch.randn(16, 4))  # moves the batch-norm running statistics
+    state = trained.state_dict()
+    torch.manual_seed(1)
+    fresh = build()
+    restored = training.restore_module(fresh, state)
+    assert restored is fresh and not any(m.training for m in restored.modules())
+    assert all(torch.equal(restored.state_dict()[k], v) for k, v in state.items())
+    x = torch.randn(5, 4)
+    assert torch.equal(restored(x), trained.eval()(x))
+    # one network of several saved in one state dict
+    both = {f"a.{k}": v for k, v in state.items()} | {
+        f"b.{k}": torch.zeros_like(v) for k, v in state.items()
+    }
+    restored_a = training.restore_module(build(), both, prefix="a.")
+    assert all(torch.equal(restored_a.state_dict()[k], v) for k, v in state.items())
+    with pytest.raises(RuntimeError, match="Missing key"):
+        training.restore_module(build(), {"0.weight": state["0.weight"]})
+    with pytest.raises(RuntimeError, match="Unexpected key"):
+        training.restore_module(build(), both)
+
+
+def test_facets_one_panel_per_group_row_by_row():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "task": ["b", "a", "b", "a", "b"],
+            "precision": ["fp32", "fp32", "int8", "int8", "fp32"],
+            "value": [1.0, 2.0, 3.0, 4.0, 5.0],
+        }
+    )
+    fig, panels = plots.facets(
+        table,
+        "task",
+        "precision",
+        size=(2, 1.5),
+        title="{col} [{row}]",
+        title_size=7,
+        sharey=True,
+    )
+    # columns and rows in order of first appearance, panels row by row
+    assert [(p.row, p.col) for p in panels] == [
+        ("fp32", "b"),
+        ("fp32", "a"),
+        ("int8", "b"),
+        ("int8", "a"),
+    ]
+    assert tuple(fig.get_size_inches()) == (4.0, 3.0)
+    for p in panels:
+        want = [v for t, r, v in table.itertuples(index=False) if (t, r) == (p.col, p.row)]
+        assert p.data.value.tolist() == want
+        assert p.ax.get_title() == f"{p.col} [{p.row}]" and p.ax.title.get_fontsize() == 7
+    grid = fig.axes
+    assert [p.ax for p in panels] == grid
+    assert grid[0].get_subplotspec().get_geometry()[:2] == (2, 2)
+    assert grid[0].get_shared_y_axes().joined(grid[0], grid[3])
+    assert not grid[0].get_shared_x_axes().joined(grid[0], grid[1])
+    plots.plt.close(fig)
+    # one row; given order; a title function; a value with no rows gets an empty panel
+    fig, panels = plots.facets(table, "task", cols=["a", "z"], title=lambda r, c: c.upper())
+    assert [(p.row, p.col, len(p.data)) for p in panels] == [(None, "a", 2), (None, "z", 0)]
+    assert [p.ax.get_title() for p in panels] == ["A", "Z"]
+    assert tuple(fig.get_size_inches()) == (9.0, 3.5)
+    plots.plt.close(fig)
+
+
+def test_core_plots_sets_the_headless_backend_before_pyplot():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import reprolab.core.plots as p, matplotlib; "
+        "print(matplotlib.get_backend().lower(), p.plt is sys.modules['matplotlib.pyplot'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.split() == ["agg", "True"]
+
+
+def test_methods_take_pyplot_from_core_plots():
+    """A method's plots.py neither sets the backend nor imports pyplot itself: it uses
+    the ``plt`` of reprolab.core.plots, imported after the backend is set."""
+    from tests.conftest import ROOT
+
+    for path in sorted((ROOT / "src/reprolab/methods").glob("*/plots.py")):
+        text = path.read_text()
+        assert "matplotlib.use" not in text, path
+        assert "import matplotlib.pyplot" not in text, path
+        assert "E402" not in text, path
+
+
+def test_net_py_holds_networks_and_module_py_lightning_modules():
+    """The naming rule of a method folder: the classes of net.py are nn.Modules, never a
+    Lightning module; module.py holds the Lightning module(s); no file is called
+    model.py, models.py or lightning_module.py."""
+    import importlib
+    import inspect
+
+    import lightning.pytorch as pl
+
+    from tests.conftest import ROOT
+
+    def classes(module):
+        return [
+            c
+            for _, c in inspect.getmembers(module, inspect.isclass)
+            if c.__module__ == module.__name__
+        ]
+
+    folders = sorted(p for p in (ROOT / "src/reprolab/methods").iterdir() if p.is_dir())
+    for folder in folders:
+        names = {p.name for p in folder.glob("*.py")}
+        assert not names & {"model.py", "models.py", "lightning_module.py"}, folder.name
+        package = f"reprolab.methods.{folder.name}"
+        if "net.py" in names:
+            found = classes(importlib.import_module(f"{package}.net"))
+            assert all(issubclass(c, torch.nn.Module) for c in found), folder.name
+            assert not [c for c in found if issubclass(c, pl.LightningModule)], folder.name
+        if "module.py" in names:
+            found = classes(importlib.import_module(f"{package}.module"))
+            assert [c for c in found if issubclass(c, pl.LightningModule)], folder.name

@@ -11,7 +11,7 @@ import torch
 from sklearn.metrics import r2_score
 
 from reprolab.methods.grokformer import graphs
-from reprolab.methods.grokformer.models import FourierFilter, GrokFilter, spectral_apply
+from reprolab.methods.grokformer.net import FourierFilter, GrokFilter, spectral_apply
 
 
 def _small_graph() -> tuple[np.ndarray, int]:
@@ -141,7 +141,7 @@ def test_responses_and_target_filtering():
 
 
 def test_gpr_hops_equal_dense_polynomial():
-    from reprolab.methods.grokformer.models import Hops, gcn_operator
+    from reprolab.methods.grokformer.net import Hops, gcn_operator
 
     edges = graphs.grid_edges(3)
     op = gcn_operator(torch.as_tensor(edges), 9)

@@ -7,7 +7,7 @@ from reprolab.contract import Run
 from reprolab.core.transformer import n_params
 from reprolab.methods.hyper_attention.config import HyperAttentionConfig
 from reprolab.methods.hyper_attention.layers import LinearHA3, LinearHFA, pairwise_target
-from reprolab.methods.hyper_attention.models import build, count, matched_size
+from reprolab.methods.hyper_attention.net import build, count, matched_size
 from reprolab.methods.hyper_attention.tasks import make_task, one_hot
 
 

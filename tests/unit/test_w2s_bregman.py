@@ -12,7 +12,7 @@ from scipy import optimize, special
 from reprolab import config
 from reprolab.methods.w2s_bregman import claims
 from reprolab.methods.w2s_bregman.method import make_task
-from reprolab.methods.w2s_bregman.model import (
+from reprolab.methods.w2s_bregman.net import (
     MixtureHeads,
     fit_projection,
     fixed_atoms,

@@ -3,7 +3,8 @@
 Each loader returns raw arrays (images as uint8 in [0, 255], flattened) and raises
 :class:`MissingSourceError` with the exact command that fetches a missing source.
 The image methods' ``prepare`` is :func:`image_tasks` (stratified subsample and split
-of the ``images`` asset); :func:`part_tensors` turns a prepared part into tensors.
+of the ``images`` asset; :func:`prepare_image_tasks` reads its arguments from a run's
+config); :func:`part_tensors` turns a prepared part into tensors.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import numpy as np
 
 if TYPE_CHECKING:
     import torch
+
+    from reprolab.contract import Run
 
 FASHION_FILES = {
     "x_train": "train-images-idx3-ubyte.gz",
@@ -142,13 +145,6 @@ def image_asset(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
     return arrays["x"], arrays["y"]
 
 
-def image_task_keys(split_key: str = "split") -> tuple[str, ...]:
-    """``MethodSpec.prepare_keys`` of a method whose ``prepare`` is :func:`image_tasks`
-    on its config's ``datasets``, ``max_rows``, split fractions (under ``split_key``)
-    and ``data_seed``: the keys its prepared data depends on."""
-    return ("datasets", "max_rows", split_key, "data_seed")
-
-
 def image_tasks(
     folder: Path,
     names: Sequence[str],
@@ -175,6 +171,17 @@ def image_tasks(
         tasks[name] = {f"{k}_{part}": a[idx] for part, idx in kept for k, a in (("x", x), ("y", y))}
         splits[name] = {part: len(idx) for part, idx in kept}
     return tasks, {"sizes": {k: v[parts[0]] for k, v in splits.items()}, "splits": splits}
+
+
+def prepare_image_tasks(
+    run: Run, parts: tuple[str | None, str | None, str | None] = ("train", "val", "test")
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, Any]]:
+    """The ``prepare`` hook of a method that classifies whole image datasets:
+    :func:`image_tasks` on the run's ``images`` asset with its config's ``datasets``,
+    ``max_rows``, ``split`` and ``data_seed``, into the parts ``parts``."""
+    cfg = run.cfg
+    folder = run.asset("images")
+    return image_tasks(folder, cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed, parts)
 
 
 def part_tensors(data: Mapping, part: str) -> tuple[torch.Tensor, torch.Tensor]:

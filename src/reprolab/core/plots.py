@@ -1,11 +1,17 @@
-"""What every method's figures share: a headless backend, one way to save a figure, and
-training curves averaged over seeds from the units' histories."""
+"""What every method's figures share: a headless backend, one way to save a figure, a
+grid of panels per group of a table, and training curves averaged over seeds from the
+units' histories.
+
+The backend is set here, once, before pyplot is imported: a method's plots.py takes
+pyplot from this module (``from reprolab.core.plots import plt, save_figure``) and so
+never imports it before the backend is set."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -15,6 +21,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 if TYPE_CHECKING:
     import pandas as pd
 
+__all__ = [
+    "Facet",
+    "curves_figure",
+    "facets",
+    "grouped_bars",
+    "mean_curves",
+    "plot_mean_curves",
+    "plt",
+    "save_figure",
+]
+
 
 def save_figure(fig, path: Path, dpi: int = 110) -> Path:
     """Lay out, write and close ``fig``; return ``path`` (the plots hook's contract)."""
@@ -22,6 +39,67 @@ def save_figure(fig, path: Path, dpi: int = 110) -> Path:
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+@dataclass(frozen=True)
+class Facet:
+    """One panel of :func:`facets`: its axes, the values of the row and column fields
+    it shows (``row`` is None in a single row of panels), and the table's rows with
+    those values."""
+
+    ax: Any
+    row: Any
+    col: Any
+    data: pd.DataFrame
+
+
+def facets(
+    frame: pd.DataFrame,
+    col: str,
+    row: str | None = None,
+    *,
+    cols: Sequence | None = None,
+    rows: Sequence | None = None,
+    size: tuple[float, float] = (4.5, 3.5),
+    title: str | Callable[[Any, Any], str] | None = None,
+    title_size: float | None = None,
+    sharex: bool | str = False,
+    sharey: bool | str = False,
+) -> tuple[Any, list[Facet]]:
+    """A figure with one small panel per group of ``frame``: a column per value of the
+    field ``col`` and, with ``row``, a row per value of that field. The values and their
+    order are ``cols`` / ``rows`` when given, else as they first appear in ``frame``.
+    Each panel is ``size`` (width, height) inches; ``sharex`` / ``sharey`` share axes as
+    ``plt.subplots`` does. ``title`` names each panel: a format string of ``{row}`` and
+    ``{col}`` (e.g. ``"{col} [{row}]"``), or a function of (row value, column value).
+
+    Returns the figure and the panels, row by row (a :class:`Facet` each: the axes, the
+    two values, the rows of ``frame`` with them)."""
+    col_values = list(dict.fromkeys(frame[col])) if cols is None else list(cols)
+    if row is None:
+        row_values: list = [None]
+    else:
+        row_values = list(dict.fromkeys(frame[row])) if rows is None else list(rows)
+    fig, axes = plt.subplots(
+        len(row_values),
+        len(col_values),
+        figsize=(size[0] * len(col_values), size[1] * len(row_values)),
+        squeeze=False,
+        sharex=sharex,
+        sharey=sharey,
+    )
+    panels = []
+    for i, r in enumerate(row_values):
+        for j, c in enumerate(col_values):
+            ax = axes[i][j]
+            mask = frame[col] == c
+            if row is not None:
+                mask &= frame[row] == r
+            if title is not None:
+                text = title(r, c) if callable(title) else title.format(row=r, col=c)
+                ax.set_title(text, **({} if title_size is None else {"fontsize": title_size}))
+            panels.append(Facet(ax, r, c, frame[mask]))
+    return fig, panels
 
 
 def mean_curves(

@@ -35,16 +35,17 @@ import io
 import logging
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from reprolab.contract import TrainerConfig
+from reprolab.contract import Run, TrainedUnit, TrainerConfig, Unit
+from reprolab.core.datasets import part_tensors
 from reprolab.core.devices import check_device  # noqa: F401  (re-exported)
 
 LAST = "last.ckpt"
@@ -461,3 +462,50 @@ def fit_supervised(
     train_batches = batches(*train, batch_size, seed, shuffle=True)
     val_batches = batches(*val, 4096, seed, shuffle=False)
     fit_resumable(module, train_batches, val_batches, epochs, resume_dir, trainer=trainer)
+
+
+def train_classifier(
+    run: Run,
+    unit: Unit,
+    data: Mapping,
+    resume_dir: Path,
+    build: Callable[[], pl.LightningModule],
+    *,
+    batch_size: int,
+    epochs: int,
+    val_part: str = "val",
+    export: Callable[[pl.LightningModule], torch.nn.Module] | None = None,
+) -> TrainedUnit:
+    """The ``train_unit`` of a supervised method: the task's ``train`` part and its
+    ``val_part`` (watched every epoch, never used to select) as tensors
+    (:func:`reprolab.core.datasets.part_tensors`); ``torch.manual_seed(unit.seed)``, then
+    ``build()`` makes the module, so its initial weights are those of the seed (the same
+    for every variant of a seed); :func:`fit_supervised` with ``batch_size``, ``epochs``
+    and ``unit.seed`` on ``run.trainer``'s devices, resuming from ``resume_dir``.
+
+    Returns the state of the trained network, ``module.net`` unless ``export`` gives it
+    from the module (e.g. a parametrised network made plain), and the module's history.
+    """
+    train = part_tensors(data, "train")
+    val = part_tensors(data, val_part)
+    torch.manual_seed(unit.seed)
+    module = build()
+    fit_supervised(
+        module, train, val, batch_size, epochs, unit.seed, resume_dir, trainer=run.trainer
+    )
+    net = module.net if export is None else export(module)
+    return TrainedUnit(state=net.state_dict(), history=module.history)
+
+
+M = TypeVar("M", bound=torch.nn.Module)
+
+
+def restore_module(net: M, state: Mapping[str, Any], prefix: str = "") -> M:
+    """A ``restore`` hook's usual body: a trained unit's saved ``state`` loaded into
+    ``net`` (freshly built with the unit's architecture), returned in eval mode. With a
+    ``prefix`` (``"a."``), only the entries under it, without it: one network of several
+    saved in one state dict. A missing or unexpected key is an error."""
+    if prefix:
+        state = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+    net.load_state_dict(state)
+    return net.eval()

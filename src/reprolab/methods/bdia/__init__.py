@@ -6,7 +6,6 @@ Paper: "On Exact Bit-level Reversible Transformers Without Changing Architecture
 """
 
 from reprolab.contract import MethodSpec, Quantization, Variant
-from reprolab.core.datasets import image_task_keys
 from reprolab.methods.bdia.claims import CLAIMS
 from reprolab.methods.bdia.config import PROFILE_DEFAULTS, BDIAConfig
 
@@ -53,7 +52,6 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=_COMMON + _RECON,
     assets=("images",),
-    prepare_keys=image_task_keys(),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 200,

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig, Split
+from reprolab.contract import (
+    ImageDataConfig,
+    ImageDataset,
+    MethodConfig,
+    OptimConfig,
+    prepare_field,
+)
 
-Dataset = Literal["digits", "mnist", "fashion_mnist"]
 
-
-class BDIAConfig(MethodConfig):
-    datasets: list[Dataset] = Field(default=["digits"], min_length=1)
-    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
-    max_rows: int = Field(default=0, ge=0)
-    #: train / validation / test fractions, fixed at prepare
-    split: Split = [0.6, 0.2, 0.2]
-    data_seed: int = Field(default=0, ge=0)
+class BDIAConfig(MethodConfig, ImageDataConfig, OptimConfig):
+    datasets: list[ImageDataset] = prepare_field(["digits"], min_length=1)
     #: the ViT: patches per image side (8x8 digits -> 2x2 patches, 28x28 -> 7x7), width,
     #: number of blocks, heads, MLP width ratio
     patches_per_side: int = Field(default=4, ge=1, le=14)
@@ -27,7 +24,6 @@ class BDIAConfig(MethodConfig):
     mlp_ratio: float = Field(default=2.0, gt=0)
     epochs: int = Field(default=10, ge=1)
     batch_size: int = Field(default=64, ge=2)
-    lr: float = Field(default=3e-3, gt=0)
     #: fixed-point fraction bits of the BDIA activations (the paper's l = 9)
     bits: int = Field(default=9, ge=1, le=20)
     #: reconstruction check per unit: random input batches (of ``recon_batch`` samples)

@@ -2,7 +2,7 @@
 
 Units: one tiny ViT per (dataset, variant, seed); variants ``standard`` and ``bdia``
 train the same architecture. Evaluation is at gamma = 0 (the standard forward; for BDIA
-with block inputs on its fixed-point grid, ``model.FixedPointViT``).
+with block inputs on its fixed-point grid, ``net.FixedPointViT``).
 The training-time measurements (activation bytes held for backward, per epoch) come from
 the history; the reconstruction check runs the BDIA forward and inverse on the evaluated
 model's own blocks (fp32, or the quantized blocks at int8 / RTN / Bit-DGDM).
@@ -27,10 +27,7 @@ if TYPE_CHECKING:
 
 
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
-    cfg = run.cfg
-    return datasets.image_tasks(
-        run.asset("images"), cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
-    )
+    return datasets.prepare_image_tasks(run)
 
 
 # ---------------------------------------------------------------- train
@@ -47,38 +44,28 @@ def _n_features(data: dict) -> int:
 def train_unit(
     run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
-    import torch
-
-    from reprolab.core.training import fit_supervised
-    from reprolab.methods.bdia.model import build_vit
+    from reprolab.core.training import train_classifier
     from reprolab.methods.bdia.module import ViTClassifier
+    from reprolab.methods.bdia.net import build_vit
 
     cfg = run.cfg
-    x_tr, y_tr = datasets.part_tensors(data, "train")
-    x_va, y_va = datasets.part_tensors(data, "val")
-    torch.manual_seed(unit.seed)  # the same initial weights for both variants of a seed
-    net = build_vit(_n_features(data), cfg)
-    module = ViTClassifier(net, unit.variant, cfg.bits, unit.seed, cfg.lr, cfg.epochs)
-    fit_supervised(
-        module,
-        (x_tr, y_tr),
-        (x_va, y_va),
-        cfg.batch_size,
-        cfg.epochs,
-        unit.seed,
-        resume_dir,
-        trainer=run.trainer,
+
+    def build() -> ViTClassifier:  # after the seed: one initial ViT for every variant
+        net = build_vit(_n_features(data), cfg)
+        return ViTClassifier(net, unit.variant, cfg.bits, unit.seed, cfg.lr, cfg.epochs)
+
+    return train_classifier(
+        run, unit, data, resume_dir, build, batch_size=cfg.batch_size, epochs=cfg.epochs
     )
-    return TrainedUnit(state=net.state_dict(), history=module.history)
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    from reprolab.methods.bdia.model import FixedPointViT, build_vit
+    from reprolab.core.training import restore_module
+    from reprolab.methods.bdia.net import FixedPointViT, build_vit
     from reprolab.methods.bdia.revvit import RevViT
 
     cfg = run.cfg
-    net = build_vit(_n_features(data), cfg)
-    net.load_state_dict(state)
+    net = restore_module(build_vit(_n_features(data), cfg), state)
     if unit.variant == "bdia":
         return FixedPointViT(net, cfg.bits).eval()
     return (RevViT(net) if unit.variant == "revvit" else net).eval()

@@ -7,7 +7,7 @@ import torch
 from reprolab.core.training import ClassifierModule
 from reprolab.core.transformer import Encoder
 from reprolab.methods.bdia.memory import SavedBytes
-from reprolab.methods.bdia.model import bdia_logits, draw_signs, fixed_point_logits
+from reprolab.methods.bdia.net import bdia_logits, draw_signs, fixed_point_logits
 from reprolab.methods.bdia.revvit import RevViT, revvit_features
 
 

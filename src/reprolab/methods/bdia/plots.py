@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import plot_mean_curves, save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.core.plots import plot_mean_curves, plt, save_figure
+from reprolab.core.stats import t_interval
 
 PAPER_RATIO = 693 / 1571  # BDIA vs standard peak training memory, ViT on CIFAR-10
 

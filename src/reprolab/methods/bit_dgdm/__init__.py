@@ -49,20 +49,6 @@ SPEC = MethodSpec(
         "effective_mb",
         "novelty",
     ),
-    # the config keys prepare reads (the datasets and their splits)
-    prepare_keys=(
-        "datasets",
-        "qm9_train",
-        "qm9_val",
-        "qm9_test",
-        "community_train",
-        "community_val",
-        "community_test",
-        "community_nodes",
-        "p_in",
-        "p_out",
-        "data_seed",
-    ),
     test_overrides={
         "qm9_train": 48,
         "qm9_val": 8,

@@ -6,25 +6,25 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
 
 Dataset = Literal["qm9", "community"]
 
 
-class BitDGDMConfig(MethodConfig):
-    datasets: list[Dataset] = Field(default=["qm9", "community"], min_length=1)
+class BitDGDMConfig(MethodConfig, DataSeed, OptimConfig):
+    # prepare reads the prepare_field keys: the datasets and their splits
+    datasets: list[Dataset] = prepare_field(["qm9", "community"], min_length=1)
     #: QM9 graphs per split: a seeded permutation of the 130,831 molecules (fixed at prepare)
-    qm9_train: int = Field(default=1500, ge=1)
-    qm9_val: int = Field(default=64, ge=1)
-    qm9_test: int = Field(default=256, ge=1)
+    qm9_train: int = prepare_field(1500, ge=1)
+    qm9_val: int = prepare_field(64, ge=1)
+    qm9_test: int = prepare_field(256, ge=1)
     #: two-community SBM graphs per split, node-count range, edge probabilities
-    community_train: int = Field(default=200, ge=1)
-    community_val: int = Field(default=32, ge=1)
-    community_test: int = Field(default=64, ge=2)
-    community_nodes: list[int] = Field(default=[12, 20], min_length=2, max_length=2)
-    p_in: float = Field(default=0.7, gt=0, le=1)
-    p_out: float = Field(default=0.05, ge=0, le=1)
-    data_seed: int = Field(default=0, ge=0)
+    community_train: int = prepare_field(200, ge=1)
+    community_val: int = prepare_field(32, ge=1)
+    community_test: int = prepare_field(64, ge=2)
+    community_nodes: list[int] = prepare_field([12, 20], min_length=2, max_length=2)
+    p_in: float = prepare_field(0.7, gt=0, le=1)
+    p_out: float = prepare_field(0.05, ge=0, le=1)
     #: diffusion steps T (cosine schedule)
     steps: int = Field(default=30, ge=2)
     #: widths of node, edge and global (time) features; transformer layers and heads
@@ -34,7 +34,6 @@ class BitDGDMConfig(MethodConfig):
     layers: int = Field(default=2, ge=1)
     heads: int = Field(default=4, ge=1)
     epochs: int = Field(default=4, ge=1)
-    batch_size: int = Field(default=64, ge=1)
     lr: float = Field(default=2e-3, gt=0)
     #: weight of the edge cross-entropy (DiGress: 5)
     lambda_e: float = Field(default=5.0, ge=0)

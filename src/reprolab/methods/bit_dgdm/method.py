@@ -67,7 +67,7 @@ def _split(data: dict, part: str) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
 
 def build(unit: Unit, cfg: BitDGDMConfig, data: dict):
     """The architecture of a unit (marginal buffers still uniform)."""
-    from reprolab.methods.bit_dgdm.model import GraphDiffusion
+    from reprolab.methods.bit_dgdm.net import GraphDiffusion
 
     kx, ke = TYPES[unit.task]
     return GraphDiffusion(
@@ -134,9 +134,9 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    model = build(unit, run.cfg, data)
-    model.load_state_dict(state)
-    return model.eval()
+    from reprolab.core.training import restore_module
+
+    return restore_module(build(unit, run.cfg, data), state)
 
 
 # ---------------------------------------------------------------- evaluate

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from reprolab.core.training import HistoryModule
 from reprolab.methods.bit_dgdm import diffusion
-from reprolab.methods.bit_dgdm.model import GraphDiffusion
+from reprolab.methods.bit_dgdm.net import GraphDiffusion
 
 
 def node_mask_of(n: torch.Tensor, n_max: int) -> torch.Tensor:

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
+from reprolab.core.plots import mean_curves, plt, save_figure
 
 PANELS = (
     ("qm9", "validity", "QM9 validity"),

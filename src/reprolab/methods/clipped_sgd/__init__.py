@@ -10,7 +10,6 @@ Qiang-CU/icml2025-clippingsgd); code linked there: github.com/Qiang-CU/ICML2024-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.clipped_sgd.claims import CLAIMS
 from reprolab.methods.clipped_sgd.config import (
-    PREPARE_KEYS,
     PROFILE_DEFAULTS,
     ClippedSGDConfig,
 )
@@ -49,7 +48,6 @@ SPEC = MethodSpec(
         "clip_fraction",
         "predicted_floor",
     ),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "chains": 4,
         "history_points": 5,

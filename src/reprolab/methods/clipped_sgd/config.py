@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, prepare_field
 
 
 def task_name(family: str, beta: float, c: float, sigma: float) -> str:
@@ -19,7 +19,8 @@ def task_name(family: str, beta: float, c: float, sigma: float) -> str:
     return f"{family}-beta{beta:g}-c{c:g}-sigma{sigma:g}"
 
 
-class ClippedSGDConfig(MethodConfig):
+class ClippedSGDConfig(MethodConfig, DataSeed):
+    # prepare reads the prepare_field keys: the task grids, the data and the reference points
     #: independent chains per unit, run side by side; errors are means over chains
     chains: int = Field(default=32, ge=2)
     #: DiceSGD's C2 / C1 (>= 1, so ||E clip_C1(g)|| <= C1 <= C2 and the residual fits)
@@ -30,31 +31,30 @@ class ClippedSGDConfig(MethodConfig):
     tail_start: float = Field(default=0.1, gt=0, lt=0.5)
     #: log-spaced points of each error curve kept as the unit's history
     history_points: int = Field(default=40, ge=5)
-    data_seed: int = Field(default=0, ge=0)
 
     # the paper's quadratic model: l = (theta + a z)^2 / 2, z = b Z_i - beta theta
-    quad_a: float = 1.0
-    quad_b: float = 1.0
-    quad_p: float = Field(default=0.1, gt=0, lt=1)
-    quad_m: int = Field(default=1000, ge=2)
-    quad_betas: list[float] = Field(default=[0.0, 0.5], min_length=1)
-    quad_clips: list[float] = Field(default=[0.5])
-    quad_sigmas: list[float] = Field(default=[0.0], min_length=1)
-    quad_radius: float = Field(default=2.0, gt=0)
+    quad_a: float = prepare_field(1.0)
+    quad_b: float = prepare_field(1.0)
+    quad_p: float = prepare_field(0.1, gt=0, lt=1)
+    quad_m: int = prepare_field(1000, ge=2)
+    quad_betas: list[float] = prepare_field([0.0, 0.5], min_length=1)
+    quad_clips: list[float] = prepare_field([0.5])
+    quad_sigmas: list[float] = prepare_field([0.0], min_length=1)
+    quad_radius: float = prepare_field(2.0, gt=0)
     quad_theta0: float = 1.0
     quad_steps: int = Field(default=4000, ge=20)
     quad_lr: float = Field(default=0.5, gt=0)
     quad_lr_t0: float = Field(default=100.0, gt=0)
 
     # strategic classification (Lightning module); an empty beta list drops the task
-    strat_n: int = Field(default=1000, ge=10)
-    strat_d: int = Field(default=4, ge=1)
-    strat_strategic: int = Field(default=2, ge=1)
-    strat_lam: float = Field(default=0.1, gt=0)
-    strat_betas: list[float] = Field(default=[1.0])
-    strat_clips: list[float] = Field(default=[0.5])
-    strat_sigmas: list[float] = Field(default=[0.0], min_length=1)
-    strat_radius: float = Field(default=10.0, gt=0)
+    strat_n: int = prepare_field(1000, ge=10)
+    strat_d: int = prepare_field(4, ge=1)
+    strat_strategic: int = prepare_field(2, ge=1)
+    strat_lam: float = prepare_field(0.1, gt=0)
+    strat_betas: list[float] = prepare_field([1.0])
+    strat_clips: list[float] = prepare_field([0.5])
+    strat_sigmas: list[float] = prepare_field([0.0], min_length=1)
+    strat_radius: float = prepare_field(10.0, gt=0)
     strat_batch: int = Field(default=8, ge=1)
     strat_epochs: int = Field(default=4, ge=1)
     #: optimizer steps per Lightning epoch (one checkpoint per epoch)
@@ -115,27 +115,6 @@ class ClippedSGDConfig(MethodConfig):
             for s in sigmas
         }
 
-
-#: the config keys prepare reads (the task grids, the data and the reference points)
-PREPARE_KEYS = (
-    "data_seed",
-    "quad_a",
-    "quad_b",
-    "quad_p",
-    "quad_m",
-    "quad_betas",
-    "quad_clips",
-    "quad_sigmas",
-    "quad_radius",
-    "strat_n",
-    "strat_d",
-    "strat_strategic",
-    "strat_lam",
-    "strat_betas",
-    "strat_clips",
-    "strat_sigmas",
-    "strat_radius",
-)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

@@ -121,7 +121,7 @@ def run_quadratic(unit: Unit, cfg: ClippedSGDConfig, data: dict):
 
 
 def strategic_module(unit: Unit, cfg: ClippedSGDConfig, data: dict):
-    from reprolab.methods.clipped_sgd.lightning_module import StrategicClassification
+    from reprolab.methods.clipped_sgd.module import StrategicClassification
 
     beta, sigma = float(unit.param["beta"]), float(unit.param["sigma"])
     c, c2 = _clips(unit, cfg, data)
@@ -172,11 +172,7 @@ def run_strategic(
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 

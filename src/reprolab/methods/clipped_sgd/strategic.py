@@ -11,7 +11,7 @@ gradient at theta, with the sample drawn from D(theta) (greedy deployment):
 The performative-stable point solves theta = argmin_u E_{D(theta)} l(u; .); it is found by
 repeated risk minimisation (RRM, each risk minimised by Newton's method) to convergence.
 This file holds the numpy references (data, theta_PS, PCSGD's mean-field limit); the
-optimizer and the Lightning module are in ``lightning_module.py``.
+optimizer and the Lightning module are in ``module.py``.
 """
 
 from __future__ import annotations

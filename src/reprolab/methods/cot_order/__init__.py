@@ -56,14 +56,6 @@ SPEC = MethodSpec(
     ),
     readme=Path(__file__).with_name("README.md"),
     assets=("smollm2",),
-    prepare_keys=(
-        "held_out_per_family",
-        "data_seed",
-        "n_train",
-        "n_test",
-        "n_tests",
-        "n_humaneval",
-    ),
     test_overrides={
         "n_train": 4,
         "n_test": 2,

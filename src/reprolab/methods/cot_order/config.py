@@ -7,22 +7,21 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, prepare_field
 
 
-class CotOrderConfig(MethodConfig):
+class CotOrderConfig(MethodConfig, DataSeed):
     # ------------------------------------------------------------------ data (prepare)
     #: whole templates of each family kept for the test split (programs.split_templates)
-    held_out_per_family: int = Field(default=1, ge=1, le=3)
-    data_seed: int = Field(default=0, ge=0)
+    held_out_per_family: int = prepare_field(1, ge=1, le=3)
     #: SFT examples (the same examples, in the same order, for every arm)
-    n_train: int = Field(default=16, ge=1)
+    n_train: int = prepare_field(16, ge=1)
     #: problems of the own test split (held-out templates)
-    n_test: int = Field(default=6, ge=1)
+    n_test: int = prepare_field(6, ge=1)
     #: assert statements per problem
-    n_tests: int = Field(default=5, ge=1, le=20)
+    n_tests: int = prepare_field(5, ge=1, le=20)
     #: HumanEval problems: the first ones of the file
-    n_humaneval: int = Field(default=3, ge=1, le=164)
+    n_humaneval: int = prepare_field(3, ge=1, le=164)
     # ------------------------------------------------------------------ model
     #: "tiny": lm.tiny_model over the asset's tokenizer (smoke); "smollm2": the real model
     model: Literal["tiny", "smollm2"] = "tiny"

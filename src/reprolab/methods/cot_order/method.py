@@ -179,11 +179,7 @@ def _cached_hidden(cfg: CotOrderConfig, folder: Path, model, pairs, layer: int):
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     from reprolab.methods.cot_order import sft
 

@@ -6,7 +6,6 @@ Tuytelaars, ICML 2025). Official code: https://github.com/emsansone/CPLearn
 """
 
 from reprolab.contract import MethodSpec, Quantization, Variant
-from reprolab.core.datasets import image_task_keys
 from reprolab.methods.cplearn.claims import CLAIMS
 from reprolab.methods.cplearn.config import PROFILE_DEFAULTS, CPLearnConfig
 
@@ -43,7 +42,6 @@ SPEC = MethodSpec(
         "intra_var",
     ),
     assets=("images",),
-    prepare_keys=(*image_task_keys("test_frac"), "code_ratios"),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 300,

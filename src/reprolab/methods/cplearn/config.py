@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig
-
-Dataset = Literal["digits", "mnist", "fashion_mnist"]
+from reprolab.contract import ImageDatasets, MethodConfig, OptimConfig, prepare_field
 
 
-class CPLearnConfig(MethodConfig):
-    datasets: list[Dataset] = Field(default=["mnist"], min_length=1)
-    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
-    max_rows: int = Field(default=1200, ge=0)
+class CPLearnConfig(MethodConfig, ImageDatasets, OptimConfig):
+    max_rows: int = prepare_field(1200, ge=0)
     #: fraction of the kept rows held out as the test split (stratified, fixed at prepare)
-    test_frac: float = Field(default=0.25, gt=0, lt=1)
-    data_seed: int = Field(default=0, ge=0)
+    test_frac: float = prepare_field(0.25, gt=0, lt=1)
     #: encoder: conv channels (width, 2 width, 4 width) and the representation dim of h
     width: int = Field(default=8, ge=1)
     feat_dim: int = Field(default=64, ge=2)
@@ -25,7 +20,7 @@ class CPLearnConfig(MethodConfig):
     proj_dim: int = Field(default=64, ge=2)
     #: the sweep over c / f: one cplearn unit per ratio, c = ratio * f codes (columns of
     #: the +-1 matrix); the official CIFAR configuration has f = 2048, c = 16384 (8)
-    code_ratios: list[Annotated[int, Field(ge=1)]] = Field(default=[2, 8], min_length=1)
+    code_ratios: list[Annotated[int, Field(ge=1)]] = prepare_field([2, 8], min_length=1)
     #: the ratio at which barlow_twins and cplearn_noprior run and are compared with
     #: cplearn (the claims read ratio = 8, the paper's); must be one of code_ratios
     baseline_ratio: int = Field(default=8, ge=1)
@@ -37,7 +32,6 @@ class CPLearnConfig(MethodConfig):
     eps: float = Field(default=1e-8, gt=0, lt=1)
     #: Barlow Twins' off-diagonal weight (Zbontar et al. 2021: 5e-3)
     bt_lambda: float = Field(default=5e-3, gt=0)
-    epochs: int = Field(default=3, ge=1)
     #: n of the temperature; the official CIFAR config uses 64
     batch_size: int = Field(default=64, ge=2)
     lr: float = Field(default=1e-3, gt=0)

@@ -94,9 +94,9 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    net = _net(unit, run.cfg, np.asarray(data["x_train"]).shape[1])
-    net.load_state_dict(state)
-    return net.eval()
+    from reprolab.core.training import restore_module
+
+    return restore_module(_net(unit, run.cfg, np.asarray(data["x_train"]).shape[1]), state)
 
 
 # ---------------------------------------------------------------- evaluate

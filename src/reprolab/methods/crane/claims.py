@@ -23,16 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reprolab.core.claims import (
-    FIXED,
-    Claim,
-    IntervalCheck,
-    Level,
-    PairedDifference,
-    Sample,
-    Verdict,
-    wide,
-)
+from reprolab.core import claims
+from reprolab.core.claims import Claim, IntervalCheck, PairedDifference, Sample, wide
 
 BASELINES = ("unconstrained_direct", "constrained_direct", "unconstrained_cot")
 
@@ -75,12 +67,14 @@ class EveryUnit:
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
 
-    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+    def evaluate(
+        self, table: pd.DataFrame, metric: str, level: claims.Level = claims.FIXED
+    ) -> claims.Verdict:
         values = table[(table.variant == self.variant) & (table.metric == metric)].value
         if values.empty:
             raise ValueError(f"no {metric!r} values for {self.variant}")
         hits = int((values == self.target).sum())
-        return Verdict.exhaustive(
+        return claims.Verdict.exhaustive(
             len(values) - hits,
             int(len(values)),
             float(values.mean()),

@@ -300,10 +300,11 @@ def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
         from reprolab.core import lm
 
         return lm.load(run.asset("smollm2"))[0]
+    from reprolab.core.training import restore_module
+
     n = len(data["vocab_offsets"]) - 1
     model = tiny(cfg, n, int(data["eos_id"][0]), int(data["pad_id"][0]), seed=unit.seed)
-    model.load_state_dict(state)
-    return model.eval()
+    return restore_module(model, state)
 
 
 # ---------------------------------------------------------------- evaluate

@@ -6,51 +6,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.core.plots import facets, plt, save_figure
+from reprolab.core.stats import t_interval
 
 ORDER = ("unconstrained_direct", "constrained_direct", "unconstrained_cot", "crane")
 
 
-def _panels(table: pd.DataFrame, metric: str):
-    rows = table[(table.metric == metric) & table.variant.isin(ORDER)]
-    tasks = list(dict.fromkeys(rows.task)) or ["(none)"]
-    precisions = list(dict.fromkeys(rows.precision)) or ["fp32"]
-    fig, axes = plt.subplots(
-        len(precisions),
-        len(tasks),
-        figsize=(4.6 * len(tasks), 3.4 * len(precisions)),
-        squeeze=False,
-    )
-    return rows, tasks, precisions, fig, axes
-
-
 def per_decoder(table: pd.DataFrame, metric: str, path: Path) -> Path:
-    rows, tasks, precisions, fig, axes = _panels(table, metric)
-    for r, precision in enumerate(precisions):
-        for c, task in enumerate(tasks):
-            ax = axes[r][c]
-            sub = rows[(rows.task == task) & (rows.precision == precision)]
-            for i, variant in enumerate(ORDER):
-                v = sub[sub.variant == variant].value.to_numpy(dtype=float)
-                if v.size == 0:
-                    continue
-                iv = t_interval(v)
-                lo, hi = (iv.low, iv.high) if np.isfinite(iv.low) else (iv.mean, iv.mean)
-                ax.bar(i, iv.mean, color="C3" if variant == "crane" else "C0", alpha=0.6)
-                ax.errorbar(i, iv.mean, yerr=[[iv.mean - lo], [hi - iv.mean]], color="k", capsize=4)
-                ax.scatter(np.full(v.size, i) + 0.15, v, s=10, color="k", zorder=3)
-            ax.set_xticks(range(len(ORDER)), [o.replace("_", "\n") for o in ORDER], fontsize=7)
-            ax.set_ylim(-0.05, 1.05)
-            ax.set_ylabel(metric)
-            ax.set_title(f"{task}, {precision} (95% t-interval over seeds)", fontsize=9)
+    rows = table[(table.metric == metric) & table.variant.isin(ORDER)]
+    fig, panels = facets(
+        rows,
+        "task",
+        "precision",
+        cols=list(dict.fromkeys(rows.task)) or ["(none)"],
+        rows=list(dict.fromkeys(rows.precision)) or ["fp32"],
+        size=(4.6, 3.4),
+        title="{col}, {row} (95% t-interval over seeds)",
+        title_size=9,
+    )
+    for panel in panels:
+        ax, sub = panel.ax, panel.data
+        for i, variant in enumerate(ORDER):
+            v = sub[sub.variant == variant].value.to_numpy(dtype=float)
+            if v.size == 0:
+                continue
+            iv = t_interval(v)
+            lo, hi = (iv.low, iv.high) if np.isfinite(iv.low) else (iv.mean, iv.mean)
+            ax.bar(i, iv.mean, color="C3" if variant == "crane" else "C0", alpha=0.6)
+            ax.errorbar(i, iv.mean, yerr=[[iv.mean - lo], [hi - iv.mean]], color="k", capsize=4)
+            ax.scatter(np.full(v.size, i) + 0.15, v, s=10, color="k", zorder=3)
+        ax.set_xticks(range(len(ORDER)), [o.replace("_", "\n") for o in ORDER], fontsize=7)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel(metric)
     return save_figure(fig, path)
 
 

@@ -7,7 +7,6 @@ Fairness in AI Conference Policies" (arXiv 2502.00690). No official code.
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.desk_reject.claims import CLAIMS
 from reprolab.methods.desk_reject.config import (
-    PREPARE_KEYS,
     PROFILE_DEFAULTS,
     DeskRejectConfig,
 )
@@ -49,7 +48,6 @@ SPEC = MethodSpec(
         ),
     ),
     metrics=("mean_cost", "max_cost", "innocent_hit_frac", "rejected_frac", "no_ideal"),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "sizes": [30],
         "tight_sizes": [20],

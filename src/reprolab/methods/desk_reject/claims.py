@@ -14,17 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reprolab.core.claims import (
-    FIXED,
-    Claim,
-    IntervalCheck,
-    Level,
-    PairedDifference,
-    Sample,
-    Verdict,
-    Where,
-    wide,
-)
+from reprolab.core import claims
+from reprolab.core.claims import Claim, IntervalCheck, PairedDifference, Sample, Where, wide
 
 _NAN = float("nan")
 #: the synthetic instance families (seeded); the tiny family is the exhaustive search
@@ -105,11 +96,13 @@ class Dilemma:
     def variants(self) -> tuple[str, ...]:
         return (self.variant,)
 
-    def evaluate(self, table: pd.DataFrame, metric: str, level: Level = FIXED) -> Verdict:
+    def evaluate(
+        self, table: pd.DataFrame, metric: str, level: claims.Level = claims.FIXED
+    ) -> claims.Verdict:
         tiny = table[table.family == "tiny"] if "family" in table else table.iloc[:0]
         rows = tiny[tiny.variant == self.variant]
         if rows.empty:
-            return Verdict.not_tested("not tested: no tiny instances were enumerated")
+            return claims.Verdict.not_tested("not tested: no tiny instances were enumerated")
         per_n = rows.pivot_table(index="authors", columns="metric", values="value", aggfunc="first")
         count = {int(n): float(per_n.loc[n, metric]) for n in per_n.index}
         total = {int(n): int(per_n.loc[n, "instances"]) for n in per_n.index}
@@ -123,7 +116,7 @@ class Dilemma:
             holds_above = all(count[n] > 0 for n in above)
             holds_below = all(count[n] == 0 for n in below) if self.below_always_ideal else True
             holds = holds_above and holds_below
-        return Verdict.exact_property(
+        return claims.Verdict.exact_property(
             holds,
             smallest,
             f"instances with no ideal rejection / enumerated: {detail}; "

@@ -5,26 +5,27 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import MethodConfig, prepare_field
 
 
 class DeskRejectConfig(MethodConfig):
+    # prepare reads the prepare_field keys: the instance generator and the tiny enumeration
     # "conf" family: conference-like instances, the limit binds for a few prolific authors
-    sizes: list[int] = Field(default=[100, 200], min_length=1)  # papers per instance
-    limit: int = Field(default=6, ge=1)  # b; CVPR 2025 used 25
-    pool_ratio: float = Field(default=2.0, gt=0)  # researchers in the pool per paper
+    sizes: list[int] = prepare_field([100, 200], min_length=1)  # papers per instance
+    limit: int = prepare_field(6, ge=1)  # b; CVPR 2025 used 25
+    pool_ratio: float = prepare_field(2.0, gt=0)  # researchers in the pool per paper
     # "tight" family: a small limit on a dense collaboration graph (fractional LPs)
-    tight_sizes: list[int] = Field(default=[40, 80], min_length=0)
-    tight_limit: int = Field(default=2, ge=1)
-    tight_pool_ratio: float = Field(default=0.5, gt=0)
+    tight_sizes: list[int] = prepare_field([40, 80], min_length=0)
+    tight_limit: int = prepare_field(2, ge=1)
+    tight_pool_ratio: float = prepare_field(0.5, gt=0)
     # shared by both families
-    pareto_shape: float = Field(default=2.0, gt=0)  # tail of author productivity
-    max_team: int = Field(default=8, ge=1, le=20)  # authors per paper: 1..max_team
-    team_p: float = Field(default=0.5, gt=0, lt=1)
+    pareto_shape: float = prepare_field(2.0, gt=0)  # tail of author productivity
+    max_team: int = prepare_field(8, ge=1, le=20)  # authors per paper: 1..max_team
+    team_p: float = prepare_field(0.5, gt=0, lt=1)
     # the dilemma: exhaustive search over tiny instances
-    tiny_authors: list[int] = Field(default=[2, 3, 4], min_length=0)
-    tiny_limits: list[int] = Field(default=[1, 2], min_length=1)
-    tiny_max_papers: int = Field(default=4, ge=1, le=5)
+    tiny_authors: list[int] = prepare_field([2, 3, 4], min_length=0)
+    tiny_limits: list[int] = prepare_field([1, 2], min_length=1)
+    tiny_max_papers: int = prepare_field(4, ge=1, le=5)
     # solvers
     milp_max_papers: int = Field(default=1000, ge=1)  # larger instances skip the MILPs
     # branch-and-bound nodes per MILP solve: a work budget, so a solve the budget stops
@@ -59,23 +60,6 @@ class DeskRejectConfig(MethodConfig):
         for n in self.tiny_authors:
             out[f"tiny_n{n}"] = {"family": "tiny", "authors": n}
         return out
-
-
-#: the config keys prepare reads (the instance generator and the tiny enumeration)
-PREPARE_KEYS = (
-    "sizes",
-    "limit",
-    "pool_ratio",
-    "tight_sizes",
-    "tight_limit",
-    "tight_pool_ratio",
-    "pareto_shape",
-    "max_team",
-    "team_p",
-    "tiny_authors",
-    "tiny_limits",
-    "tiny_max_papers",
-)
 
 
 PROFILE_DEFAULTS = {

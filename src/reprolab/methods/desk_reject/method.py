@@ -111,11 +111,7 @@ def _tiny(unit: Unit) -> bool:
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     """Solve every instance of the unit's task with its policy (no resume needed: one
     solve takes seconds at most)."""

@@ -7,7 +7,7 @@ a JAX notebook of the optimiser: https://github.com/SankarLab/Renyi-DP-Mechanism
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.dp_noise.claims import CLAIMS
-from reprolab.methods.dp_noise.config import PREPARE_KEYS, PROFILE_DEFAULTS, DPNoiseConfig
+from reprolab.methods.dp_noise.config import PROFILE_DEFAULTS, DPNoiseConfig
 
 SPEC = MethodSpec(
     slug="dp_noise",
@@ -39,7 +39,6 @@ SPEC = MethodSpec(
         ),
     ),
     metrics=("eps_ref", "eps", "eps_low", "eps_moments"),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "compositions": [10],
         "bins_per_sensitivity": 4,

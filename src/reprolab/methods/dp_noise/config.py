@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import MethodConfig, prepare_field
 
 
 def task_name(sigma: float, k: int) -> str:
@@ -18,16 +18,19 @@ def task_name(sigma: float, k: int) -> str:
 
 
 class DPNoiseConfig(MethodConfig):
+    # prepare reads the prepare_field keys; n_bins and bins_per_sensitivity only through
+    # the grid check every validated copy of the config runs (prepare's arrays do not
+    # depend on them)
     #: noise standard deviation over sensitivity, one family of tasks each
-    sigma_ratios: list[float] = Field(default=[5.0], min_length=1)
+    sigma_ratios: list[float] = prepare_field([5.0], min_length=1)
     #: numbers of compositions k; the noise is optimised for each (sigma, k) task
-    compositions: list[int] = Field(default=[10, 100], min_length=1)
+    compositions: list[int] = prepare_field([10, 100], min_length=1)
     #: target delta of the (eps, delta) guarantee
-    delta: float = Field(default=1e-6, gt=0, lt=1)
+    delta: float = prepare_field(1e-6, gt=0, lt=1)
     #: m = s / Delta, bins per sensitivity (the shifts are 1..m bins); paper: 20
-    bins_per_sensitivity: int = Field(default=5, ge=1, le=64)
+    bins_per_sensitivity: int = prepare_field(5, ge=1, le=64)
     #: N, free bins before the geometric tail; paper: 2000
-    n_bins: int = Field(default=150, ge=4)
+    n_bins: int = prepare_field(150, ge=4)
     #: r, ratio of the geometric tails; paper: 0.9999 with a 20-sigma grid. On a grid of
     #: ~6 sigma that flat a tail holds a visible share of the variance: 0.99 here
     tail_ratio: float = Field(default=0.99, gt=0, lt=1)
@@ -78,11 +81,6 @@ class DPNoiseConfig(MethodConfig):
             for s in self.sigma_ratios
             for k in self.compositions
         }
-
-
-#: the config keys prepare reads; n_bins and bins_per_sensitivity only through the grid
-#: check every validated copy of the config runs (prepare's arrays do not depend on them)
-PREPARE_KEYS = ("sigma_ratios", "compositions", "delta", "n_bins", "bins_per_sensitivity")
 
 
 PROFILE_DEFAULTS = {

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import save_figure  # noqa: E402
-from reprolab.methods.dp_noise.claims import BASELINES, gains  # noqa: E402
+from reprolab.core.plots import facets, plt, save_figure
+from reprolab.methods.dp_noise.claims import BASELINES, gains
 
 _STYLE = {"optimized": "o-", "gaussian": "s--", "laplace": "^:"}
 
@@ -20,10 +16,12 @@ _STYLE = {"optimized": "o-", "gaussian": "s--", "laplace": "^:"}
 def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
     """eps(delta) after k compositions (dp-accounting), one panel per sigma/s."""
     rows = table[(table.metric == "eps_ref") & (table.precision == "fp32")]
-    sigmas = sorted(rows.sigma.unique())
-    fig, axes = plt.subplots(1, len(sigmas), figsize=(5 * len(sigmas), 3.8), squeeze=False)
-    for ax, sigma in zip(axes[0], sigmas, strict=True):
-        mean = rows[rows.sigma == sigma].groupby(["variant", "k"]).value.mean()
+    fig, panels = facets(
+        rows, "sigma", cols=sorted(rows.sigma.unique()), size=(5, 3.8), title="sigma/s = {col:g}"
+    )
+    for panel in panels:
+        ax = panel.ax
+        mean = panel.data.groupby(["variant", "k"]).value.mean()
         for variant in mean.index.get_level_values("variant").unique():
             series = mean.xs(variant, level="variant")
             ax.plot(series.index, series.to_numpy(), _STYLE.get(variant, "x-"), label=variant)
@@ -31,7 +29,6 @@ def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
         ax.set_yscale("log")
         ax.set_xlabel("compositions k (noise optimised for each k)")
         ax.set_ylabel("epsilon at the target delta")
-        ax.set_title(f"sigma/s = {sigma:g}")
         ax.legend(fontsize=8)
     return save_figure(fig, path)
 

@@ -17,44 +17,48 @@ from typing import Literal
 
 from pydantic import Field
 
-from reprolab.contract import MethodConfig, Split
+from reprolab.contract import (
+    DataSeed,
+    ImageDataset,
+    MethodConfig,
+    OptimConfig,
+    Split,
+    prepare_field,
+)
 
 Dataset = Literal["digits", "mnist", "fashion_mnist", "breast_cancer"]
-ImageDataset = Literal["digits", "mnist", "fashion_mnist"]
 Setting = Literal["mlp", "cnn"]
 
 
-class EnsLossConfig(MethodConfig):
+class EnsLossConfig(MethodConfig, DataSeed, OptimConfig):
     #: which settings run: the MLP one, the paper's CNN regime, or both
-    settings: list[Setting] = Field(default=["mlp"], min_length=1)
+    settings: list[Setting] = prepare_field(["mlp"], min_length=1)
     # ---- the MLP setting
-    datasets: list[Dataset] = Field(default=["digits", "mnist"], min_length=1)
+    datasets: list[Dataset] = prepare_field(["digits", "mnist"], min_length=1)
     #: class pairs per image dataset, drawn in a fixed order (pair_seed); at most 45
-    n_pairs: int = Field(default=2, ge=1, le=45)
-    pair_seed: int = Field(default=0, ge=0)
+    n_pairs: int = prepare_field(2, ge=1, le=45)
+    pair_seed: int = prepare_field(0, ge=0)
     #: rows per class pair after subsampling (0 = all)
-    max_rows: int = Field(default=1200, ge=0)
+    max_rows: int = prepare_field(1200, ge=0)
     #: train / validation / test fractions, fixed at prepare
-    split: Split = [0.5, 0.2, 0.3]
+    split: Split = prepare_field([0.5, 0.2, 0.3])
     #: fraction of training labels flipped at prepare time (fixed across seeds)
-    label_noise: float = Field(default=0.1, ge=0.0, lt=0.5)
-    data_seed: int = Field(default=0, ge=0)
+    label_noise: float = prepare_field(0.1, ge=0.0, lt=0.5)
     hidden: int = Field(default=128, ge=1)
     depth: int = Field(default=2, ge=1, le=8)
     epochs: int = Field(default=12, ge=1)
-    batch_size: int = Field(default=64, ge=1)
     lr: float = Field(default=0.05, gt=0)
     momentum: float = Field(default=0.9, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
     # ---- the CNN setting (the paper's regime)
-    cnn_datasets: list[ImageDataset] = Field(default=["mnist"], min_length=1)
-    cnn_n_pairs: int = Field(default=2, ge=1, le=45)
+    cnn_datasets: list[ImageDataset] = prepare_field(["mnist"], min_length=1)
+    cnn_n_pairs: int = prepare_field(2, ge=1, le=45)
     #: rows per class pair after subsampling (0 = all)
-    cnn_max_rows: int = Field(default=800, ge=0)
+    cnn_max_rows: int = prepare_field(800, ge=0)
     #: few training images (the network has far more parameters), many test images
-    cnn_split: Split = [0.25, 0.25, 0.5]
+    cnn_split: Split = prepare_field([0.25, 0.25, 0.5])
     #: symmetric label noise: exactly this share of each class's training labels flipped
-    cnn_label_noise: float = Field(default=0.2, ge=0.0, lt=0.5)
+    cnn_label_noise: float = prepare_field(0.2, ge=0.0, lt=0.5)
     #: output channels of the two stride-2 convolutions (5x5, then 3x3)
     cnn_channels: list[int] = Field(default=[16, 32], min_length=2, max_length=2)
     #: width of the fully connected layer after the convolutions

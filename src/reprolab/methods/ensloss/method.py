@@ -173,16 +173,10 @@ def build_net(unit: Unit, cfg: EnsLossConfig, n_features: int) -> torch.nn.Modul
 def train_unit(
     run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
-    import torch
-
-    from reprolab.core.training import fit_supervised
+    from reprolab.core.training import train_classifier
     from reprolab.methods.ensloss.module import ScoreClassifier
 
     cfg = run.cfg
-    x_tr, y_tr = datasets.part_tensors(data, "train")
-    x_va, y_va = datasets.part_tensors(data, "val")
-    torch.manual_seed(unit.seed)  # initial weights: same init for every loss under a seed
-    net = build_net(unit, cfg, x_tr.shape[1])
     if setting_of(unit) == "cnn":
         epochs, batch_size = cfg.cnn_epochs, cfg.cnn_batch_size
         lr, weight_decay = cfg.cnn_lr, cfg.cnn_weight_decay
@@ -190,26 +184,22 @@ def train_unit(
     else:
         epochs, batch_size = cfg.epochs, cfg.batch_size
         lr, weight_decay, clip = cfg.lr, cfg.weight_decay, 0.0
-    module = ScoreClassifier(
-        net, unit.variant, lr, cfg.momentum, weight_decay, epochs, unit.seed, clip_norm=clip
+
+    def build() -> ScoreClassifier:  # after the seed: the same init for every loss
+        net = build_net(unit, cfg, np.asarray(data["x_train"]).shape[1])
+        return ScoreClassifier(
+            net, unit.variant, lr, cfg.momentum, weight_decay, epochs, unit.seed, clip_norm=clip
+        )
+
+    return train_classifier(
+        run, unit, data, resume_dir, build, batch_size=batch_size, epochs=epochs
     )
-    fit_supervised(
-        module,
-        (x_tr, y_tr),
-        (x_va, y_va),
-        batch_size,
-        epochs,
-        unit.seed,
-        resume_dir,
-        trainer=run.trainer,
-    )
-    return TrainedUnit(state=module.net.state_dict(), history=module.history)
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    net = build_net(unit, run.cfg, np.asarray(data["x_train"]).shape[1])
-    net.load_state_dict(state)
-    return net.eval()
+    from reprolab.core.training import restore_module
+
+    return restore_module(build_net(unit, run.cfg, np.asarray(data["x_train"]).shape[1]), state)
 
 
 # ---------------------------------------------------------------- evaluate

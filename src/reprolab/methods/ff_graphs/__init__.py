@@ -33,16 +33,6 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("mixing_time", "fidelity", "hitting_time", "fidelity_raw"),
     readme=Path(__file__).with_name("README.md"),
-    prepare_keys=(
-        "sizes",
-        "tasks",
-        "train_len",
-        "test_lens",
-        "vocab",
-        "n_train",
-        "n_test",
-        "data_seed",
-    ),
     test_overrides={
         "sizes": [8, 16],
         "search_trials": 3,

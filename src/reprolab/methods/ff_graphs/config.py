@@ -6,15 +6,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
 
 Family = Literal["line", "full", "window", "dilated", "random", "searched"]
 TaskName = Literal["first_token", "sum_mod", "max_token"]
 
 
-class FFGraphsConfig(MethodConfig):
+class FFGraphsConfig(MethodConfig, DataSeed, OptimConfig):
     #: graph sizes of the exact metrics (seed-free units for deterministic families)
-    sizes: list[int] = Field(default=[16, 32, 64, 128], min_length=2)
+    sizes: list[int] = prepare_field([16, 32, 64, 128], min_length=2)
     #: L1 threshold of the mixing time (2 * total variation; 0.5 = TV 1/4)
     eps: float = Field(default=0.5, gt=0, lt=2)
     #: sliding-window width
@@ -27,19 +27,17 @@ class FFGraphsConfig(MethodConfig):
     train_families: list[Family] = Field(
         default=["line", "full", "window", "dilated"], min_length=1
     )
-    tasks: list[TaskName] = Field(default=["first_token"], min_length=1)
-    train_len: int = Field(default=32, ge=4)
-    test_lens: list[int] = Field(default=[64, 128], min_length=1)
-    vocab: int = Field(default=8, ge=2)
-    n_train: int = Field(default=800, ge=16)
-    n_test: int = Field(default=300, ge=16)
-    data_seed: int = Field(default=0, ge=0)
+    tasks: list[TaskName] = prepare_field(["first_token"], min_length=1)
+    train_len: int = prepare_field(32, ge=4)
+    test_lens: list[int] = prepare_field([64, 128], min_length=1)
+    vocab: int = prepare_field(8, ge=2)
+    n_train: int = prepare_field(800, ge=16)
+    n_test: int = prepare_field(300, ge=16)
     dim: int = Field(default=16, ge=4)
     depth: int = Field(default=5, ge=1, le=12)
     heads: int = Field(default=2, ge=1)
     epochs: int = Field(default=6, ge=1)
     batch_size: int = Field(default=32, ge=1)
-    lr: float = Field(default=3e-3, gt=0)
 
 
 PROFILE_DEFAULTS = {

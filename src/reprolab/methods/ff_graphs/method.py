@@ -143,11 +143,7 @@ METRIC_NAMES = ("mixing_time", "fidelity", "hitting_time", "fidelity_raw", "edge
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 
@@ -183,13 +179,11 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict):
+    from reprolab.core.training import restore_module
+
     if is_metric_task(unit.task):
-        holder = _metric_holder()
-        holder.load_state_dict(state)
-        return holder.eval()
-    model = _build_model(run.cfg, unit)
-    model.load_state_dict(state)
-    return model.eval()
+        return restore_module(_metric_holder(), state)
+    return restore_module(_build_model(run.cfg, unit), state)
 
 
 # ---------------------------------------------------------------- evaluate

@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import save_figure  # noqa: E402
-from reprolab.methods.ff_graphs.claims import correlation_points, family_curve  # noqa: E402
+from reprolab.core.plots import plt, save_figure
+from reprolab.methods.ff_graphs.claims import correlation_points, family_curve
 
 
 def metric_vs_n(table: pd.DataFrame, metric: str, path: Path) -> Path:

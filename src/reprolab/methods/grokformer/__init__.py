@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.grokformer.claims import CLAIMS
-from reprolab.methods.grokformer.config import PREPARE_KEYS, PROFILE_DEFAULTS, GrokFormerConfig
+from reprolab.methods.grokformer.config import PROFILE_DEFAULTS, GrokFormerConfig
 
 _NODE = ("acc", "val_acc")
 _FILTER = ("sse", "r2")
@@ -52,7 +52,6 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8")),
     metrics=("acc", "sse", "r2", "val_acc"),
     readme=Path(__file__).with_name("README.md"),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "homophilies": [0.2, 0.8],
         "nodes": 60,

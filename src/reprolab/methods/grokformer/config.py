@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from reprolab.contract import MethodConfig, Split
+from reprolab.contract import DataSeed, MethodConfig, Split, prepare_field
 
 Response = Literal["low", "high", "band", "reject", "comb"]
 
@@ -30,17 +30,17 @@ def filter_task(response: str) -> str:
     return f"filter_{response}"
 
 
-class GrokFormerConfig(MethodConfig):
+class GrokFormerConfig(MethodConfig, DataSeed):
     # -- CSBM node classification
-    homophilies: list[float] = Field(default=[0.2, 0.8], min_length=1)
+    homophilies: list[float] = prepare_field([0.2, 0.8], min_length=1)
     #: graph draws per homophily (a unit parameter)
-    draws: int = Field(default=1, ge=1, le=20)
-    nodes: int = Field(default=240, ge=12)
-    classes: int = Field(default=3, ge=2, le=10)
-    features: int = Field(default=16, ge=1)
-    degree: float = Field(default=8.0, gt=0)
+    draws: int = prepare_field(1, ge=1, le=20)
+    nodes: int = prepare_field(240, ge=12)
+    classes: int = prepare_field(3, ge=2, le=10)
+    features: int = prepare_field(16, ge=1)
+    degree: float = prepare_field(8.0, gt=0)
     #: norm of the class means (noise is N(0, I)): how informative features are alone
-    separation: float = Field(default=1.0, ge=0)
+    separation: float = prepare_field(1.0, ge=0)
     split: Split = Field(default=[0.6, 0.2, 0.2])
     # -- models
     hidden: int = Field(default=32, ge=2)
@@ -58,13 +58,12 @@ class GrokFormerConfig(MethodConfig):
     lr: float = Field(default=0.01, gt=0)
     weight_decay: float = Field(default=5e-4, ge=0)
     # -- filter fitting
-    responses: list[Response] = Field(default=["band", "reject", "comb"])
-    grid_side: int = Field(default=12, ge=3, le=40)
+    responses: list[Response] = prepare_field(["band", "reject", "comb"])
+    grid_side: int = prepare_field(12, ge=3, le=40)
     filter_images: int = Field(default=8, ge=1)
     filter_steps: int = Field(default=300, ge=1)
     filter_lr: float = Field(default=0.01, gt=0)
     history_every: int = Field(default=25, ge=1)
-    data_seed: int = Field(default=0, ge=0)
 
     @field_validator("homophilies")
     @classmethod
@@ -90,19 +89,6 @@ class GrokFormerConfig(MethodConfig):
             out[filter_task(r)] = {"response": r}
         return out
 
-
-PREPARE_KEYS = (
-    "homophilies",
-    "draws",
-    "nodes",
-    "classes",
-    "features",
-    "degree",
-    "separation",
-    "responses",
-    "grid_side",
-    "data_seed",
-)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

@@ -102,7 +102,7 @@ def _graph(data: dict) -> dict:
 
 
 def build(unit: Unit, cfg: GrokFormerConfig, data: dict) -> torch.nn.Module:
-    from reprolab.methods.grokformer.models import FILTER_MODELS, NODE_MODELS
+    from reprolab.methods.grokformer.net import FILTER_MODELS, NODE_MODELS
 
     graph = _graph(data)
     if unit.variant in FILTER_MODELS:
@@ -188,11 +188,7 @@ def _fit_node(model, unit: Unit, cfg: GrokFormerConfig, data: dict) -> list[dict
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     # A unit is a few hundred full-batch steps on a graph of a few hundred nodes (under
     # a second or two): no resume points.
@@ -210,9 +206,9 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    model = build(unit, run.cfg, data)
-    model.load_state_dict(state)
-    return model.eval()
+    from reprolab.core.training import restore_module
+
+    return restore_module(build(unit, run.cfg, data), state)
 
 
 def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
-from reprolab.methods.grokformer.config import FILTER_VARIANTS, NODE_VARIANTS  # noqa: E402
-from reprolab.methods.grokformer.graphs import RESPONSES, response  # noqa: E402
+from reprolab.core.plots import plt, save_figure
+from reprolab.core.stats import t_interval
+from reprolab.methods.grokformer.config import FILTER_VARIANTS, NODE_VARIANTS
+from reprolab.methods.grokformer.graphs import RESPONSES, response
 
 
 def _mean_ci(values) -> tuple[float, float]:
@@ -64,7 +60,7 @@ def filter_errors(table: pd.DataFrame, path: Path) -> Path:
 def filter_responses(trained, path: Path) -> Path:
     """Learned response at each eigenvalue of the grid (seed of the first unit) against
     the target, one panel per response."""
-    from reprolab.methods.grokformer.models import effective_response
+    from reprolab.methods.grokformer.net import effective_response
 
     units = [u for u in trained if u.variant in FILTER_VARIANTS]
     responses = [r for r in RESPONSES if any(u.param["response"] == r for u in units)]

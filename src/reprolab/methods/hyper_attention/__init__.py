@@ -8,7 +8,6 @@ Paper: "A Theoretical Study of (Hyper) Self-Attention through the Lens of Intera
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.hyper_attention.claims import CLAIMS
 from reprolab.methods.hyper_attention.config import (
-    PREPARE_KEYS,
     PROFILE_DEFAULTS,
     HyperAttentionConfig,
 )
@@ -33,7 +32,6 @@ SPEC = MethodSpec(
     claims=CLAIMS,
     quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8")),
     metrics=("nmse_id", "nmse_ood", "excess_id", "excess_ood", "n_params"),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "n_types": 4,
         "coupled_a": 3,

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, prepare_field
 
 Family = Literal["pairwise", "threeway", "coupled", "agents"]
 
@@ -28,35 +28,37 @@ FAMILY_VARIANTS: dict[str, tuple[str, ...]] = {
 }
 
 
-class HyperAttentionConfig(MethodConfig):
-    families: list[Family] = Field(
-        default=["pairwise", "threeway", "coupled", "agents"], min_length=1
+class HyperAttentionConfig(MethodConfig, DataSeed):
+    # prepare reads the prepare_field keys: the drawn interaction functions, their target
+    # scale, and one task per budget scale; the samples are drawn where they are used
+    families: list[Family] = prepare_field(
+        ["pairwise", "threeway", "coupled", "agents"], min_length=1
     )
     #: entity types of the pairwise and three-way tasks (d = n_types, as Thm 3.1 needs)
-    n_types: int = Field(default=8, ge=2, le=64)
+    n_types: int = prepare_field(8, ge=2, le=64)
     #: CP rank of the three-way target's tensors T and U
-    threeway_rank: int = Field(default=3, ge=1)
+    threeway_rank: int = prepare_field(3, ge=1)
     #: rank of order-3 HyperAttention's factors (>= threeway_rank represents it exactly)
     ha3_rank: int = Field(default=4, ge=1)
     #: the coupled task's two features
-    coupled_a: int = Field(default=6, ge=2, le=64)
-    coupled_b: int = Field(default=6, ge=2, le=64)
+    coupled_a: int = prepare_field(6, ge=2, le=64)
+    coupled_b: int = prepare_field(6, ge=2, le=64)
     #: colliding agents: grid side N (paper 360) and radius R (collide when |dy| <= 2R)
-    grid: int = Field(default=24, ge=4, le=400)
-    radius: int = Field(default=2, ge=1)
+    grid: int = prepare_field(24, ge=4, le=400)
+    radius: int = prepare_field(2, ge=1)
     #: population sizes: training, and the other sizes tested
-    l_train: int = Field(default=20, ge=2, le=200)
+    l_train: int = prepare_field(20, ge=2, le=200)
     l_test: list[int] = Field(default=[2, 5, 10, 30, 40], min_length=1)
     #: label noise std in units of the clean target's std at l_train
-    noise: float = Field(default=0.1, gt=0)
+    noise: float = prepare_field(0.1, gt=0)
     #: the same for colliding agents (the paper's targets are noise-free; a small noise
     #: keeps the noise-floor metric defined)
-    agents_noise: float = Field(default=0.01, gt=0)
-    n_train: int = Field(default=1000, ge=16)
+    agents_noise: float = prepare_field(0.01, gt=0)
+    n_train: int = prepare_field(1000, ge=16)
     n_val: int = Field(default=200, ge=8)
     n_test: int = Field(default=300, ge=8)
     #: parameter budgets of the baselines, as multiples of the method's count on a task
-    scales: list[float] = Field(default=[1.0], min_length=1)
+    scales: list[float] = prepare_field([1.0], min_length=1)
     #: softmax baselines: heads and MLP ratio (their width is matched to the budget)
     sa_heads: int = Field(default=1, ge=1)
     sa_mlp_ratio: float = Field(default=2.0, gt=0)
@@ -69,7 +71,6 @@ class HyperAttentionConfig(MethodConfig):
     lr_linear: float = Field(default=0.1, gt=0)
     lr_softmax: float = Field(default=0.01, gt=0)
     history_every: int = Field(default=25, ge=1)
-    data_seed: int = Field(default=0, ge=0)
 
     @field_validator("l_test")
     @classmethod
@@ -96,24 +97,6 @@ class HyperAttentionConfig(MethodConfig):
     def noise_of(self, family: str) -> float:
         return self.agents_noise if family == "agents" else self.noise
 
-
-#: the config keys prepare reads (the drawn interaction functions, their target scale,
-#: and one task per budget scale); the samples are drawn where they are used
-PREPARE_KEYS = (
-    "families",
-    "n_types",
-    "threeway_rank",
-    "coupled_a",
-    "coupled_b",
-    "grid",
-    "radius",
-    "l_train",
-    "noise",
-    "agents_noise",
-    "n_train",
-    "scales",
-    "data_seed",
-)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

@@ -156,7 +156,7 @@ def _reference_size(family: str, cfg: HyperAttentionConfig, d: int) -> int:
 def size_of(unit: Unit, cfg: HyperAttentionConfig, d: int) -> int:
     """The unit's rank or width: the method's own size, or the baseline's size matched to
     ``scale`` times the method's parameter count on the same task."""
-    from reprolab.methods.hyper_attention.models import count, matched_size
+    from reprolab.methods.hyper_attention.net import count, matched_size
 
     family = unit.param["family"]
     reference = FAMILY_VARIANTS[family][0]
@@ -168,7 +168,7 @@ def size_of(unit: Unit, cfg: HyperAttentionConfig, d: int) -> int:
 
 
 def _network(unit: Unit, cfg: HyperAttentionConfig, data: dict) -> torch.nn.Module:
-    from reprolab.methods.hyper_attention.models import build
+    from reprolab.methods.hyper_attention.net import build
 
     d = _dim(data)
     return build(unit.variant, d, size_of(unit, cfg, d), cfg.sa_heads, cfg.sa_mlp_ratio)
@@ -179,16 +179,12 @@ def _nmse(pred: torch.Tensor, clean: torch.Tensor) -> float:
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     # A unit is a few hundred small steps (seconds): no resume points.
     import torch
 
-    from reprolab.methods.hyper_attention.models import LINEAR
+    from reprolab.methods.hyper_attention.net import LINEAR
 
     torch.set_num_threads(1)  # tiny matrices: extra threads only synchronise
     cfg = run.cfg
@@ -223,9 +219,9 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    model = _network(unit, run.cfg, data)
-    model.load_state_dict(state)
-    return model.eval()
+    from reprolab.core.training import restore_module
+
+    return restore_module(_network(unit, run.cfg, data), state)
 
 
 def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:

@@ -6,14 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+from matplotlib.ticker import NullFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.ticker import NullFormatter  # noqa: E402
-
-from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
+from reprolab.core.plots import mean_curves, plt, save_figure
 
 ORDER = ("ha3", "hfa", "lsa", "sa1", "sa2")
 COLOR = dict(zip(ORDER, ("C3", "C2", "C0", "C1", "C4"), strict=True))

@@ -7,7 +7,7 @@ released; project page https://liftgs.github.io.
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.lift_gs.claims import CLAIMS
-from reprolab.methods.lift_gs.config import PREPARE_KEYS, PROFILE_DEFAULTS, LiftGSConfig
+from reprolab.methods.lift_gs.config import PROFILE_DEFAULTS, LiftGSConfig
 
 SPEC = MethodSpec(
     slug="lift_gs",
@@ -47,7 +47,6 @@ SPEC = MethodSpec(
     claims=CLAIMS,
     quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8", "rtn_w4a4")),
     metrics=("miou", "miou_occluded", "miou_visible", "final_train_loss"),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "n_train": 4,
         "n_test": 4,

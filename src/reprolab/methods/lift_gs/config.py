@@ -20,28 +20,27 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
 
 
-class LiftGSConfig(MethodConfig):
+class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
     # scenes (prepare)
-    n_train: int = Field(default=12, ge=2)
-    n_test: int = Field(default=8, ge=2)
-    n_points: int = Field(default=192, ge=32)
-    min_objects: int = Field(default=3, ge=1)
-    max_objects: int = Field(default=4, ge=1)
-    n_views: int = Field(default=8, ge=1)
-    image_size: int = Field(default=24, ge=8)
+    n_train: int = prepare_field(12, ge=2)
+    n_test: int = prepare_field(8, ge=2)
+    n_points: int = prepare_field(192, ge=32)
+    min_objects: int = prepare_field(3, ge=1)
+    max_objects: int = prepare_field(4, ge=1)
+    n_views: int = prepare_field(8, ge=1)
+    image_size: int = prepare_field(24, ge=8)
     #: probability that the teacher misses a visible object in a view
-    teacher_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
+    teacher_drop: float = prepare_field(0.15, ge=0.0, lt=1.0)
     #: probability that a teacher-mask boundary pixel is redrawn
-    teacher_edge_noise: float = Field(default=0.3, ge=0.0, le=1.0)
+    teacher_edge_noise: float = prepare_field(0.3, ge=0.0, le=1.0)
     #: an object is 'occluded' when other objects hide at least this fraction of it
-    occlusion_threshold: float = Field(default=0.3, gt=0.0, lt=1.0)
-    data_seed: int = Field(default=0, ge=0)
+    occlusion_threshold: float = prepare_field(0.3, gt=0.0, lt=1.0)
     #: mesh scenes: unlabeled training scenes (0: no mesh setting) and held-out scenes
-    n_train_meshes: int = Field(default=6, ge=0)
-    n_test_meshes: int = Field(default=6, ge=2)
+    n_train_meshes: int = prepare_field(6, ge=0)
+    n_test_meshes: int = prepare_field(6, ge=2)
 
     # model and training
     queries: int = Field(default=6, ge=1)
@@ -52,10 +51,9 @@ class LiftGSConfig(MethodConfig):
     batch_size: int = Field(default=4, ge=1)
     #: training views per scene and step (render supervision and unprojection alike)
     views_per_step: int = Field(default=2, ge=1)
-    lr: float = Field(default=3e-3, gt=0)
     empty_weight: float = Field(default=0.5, ge=0.0)
     #: extra training-set sizes of the render-supervised variant (each < n_train)
-    scaling_scenes: list[int] = Field(default=[6])
+    scaling_scenes: list[int] = prepare_field([6])
     #: pretrain-then-finetune: N unlabeled pretraining scenes (the larger set is 2N)
     pretrain_scenes: int = Field(default=3, ge=0)
     #: pretraining epochs over the 2N scenes (the N-scene arm: twice as many)
@@ -89,23 +87,6 @@ class LiftGSConfig(MethodConfig):
             raise ValueError("views_per_step must not exceed n_views")
         return self
 
-
-PREPARE_KEYS = (
-    "n_train",
-    "n_test",
-    "n_points",
-    "min_objects",
-    "max_objects",
-    "n_views",
-    "image_size",
-    "teacher_drop",
-    "teacher_edge_noise",
-    "occlusion_threshold",
-    "data_seed",
-    "scaling_scenes",
-    "n_train_meshes",
-    "n_test_meshes",
-)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

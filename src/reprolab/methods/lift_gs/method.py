@@ -274,10 +274,11 @@ def preview(data: dict, scene: int = 0) -> dict[str, np.ndarray]:
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    net = build_net(run.cfg)
-    net.load_state_dict(state)
+    from reprolab.core.training import restore_module
+
+    net = restore_module(build_net(run.cfg), state)
     net.preview = preview(data)  # a held-out scene to draw (plain attribute, not state)
-    return net.eval()
+    return net
 
 
 # ---------------------------------------------------------------- evaluate

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import curves_figure, grouped_bars, save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
-from reprolab.methods.lift_gs.config import FINETUNE  # noqa: E402
+from reprolab.core.plots import curves_figure, grouped_bars, plt, save_figure
+from reprolab.core.stats import t_interval
+from reprolab.methods.lift_gs.config import FINETUNE
 
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
 

@@ -6,7 +6,6 @@ et al., ICML 2025). Official code: https://github.com/deel-ai-papers/lip-rcp
 """
 
 from reprolab.contract import MethodSpec, Quantization, Variant
-from reprolab.core.datasets import image_task_keys
 from reprolab.methods.lip_rcp.claims import CLAIMS
 from reprolab.methods.lip_rcp.config import PROFILE_DEFAULTS, LipRCPConfig
 
@@ -45,7 +44,6 @@ SPEC = MethodSpec(
         "accuracy",
     ),
     assets=("images",),
-    prepare_keys=image_task_keys(),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 400,

@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
-from reprolab.contract import MethodConfig, Split
-
-Dataset = Literal["digits", "mnist", "fashion_mnist"]
+from reprolab.contract import ImageDataConfig, MethodConfig, OptimConfig, Split, prepare_field
 
 
-class LipRCPConfig(MethodConfig):
-    datasets: list[Dataset] = Field(default=["mnist"], min_length=1)
-    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
-    max_rows: int = Field(default=1000, ge=0)
+class LipRCPConfig(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = prepare_field(1000, ge=0)
     #: train / calibration / test fractions, fixed at prepare
-    split: Split = [0.5, 0.25, 0.25]
-    data_seed: int = Field(default=0, ge=0)
+    split: Split = prepare_field([0.5, 0.25, 0.25])
     #: width (even: MaxMin pairs units) and number of hidden layers
     hidden: int = Field(default=64, ge=2, multiple_of=2)
     depth: int = Field(default=2, ge=1, le=6)
-    epochs: int = Field(default=3, ge=1)
     batch_size: int = Field(default=128, ge=1)
-    lr: float = Field(default=3e-3, gt=0)
     #: Bjorck orthonormalisation steps per forward pass in training
     bjorck_iters: int = Field(default=12, ge=1)
     #: softmax temperature of the 1-Lipschitz net's scores (training loss and CP score)

@@ -28,11 +28,8 @@ LIPSCHITZ_VARIANTS = ("lip_rcp", "vanilla_cp")
 
 
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
-    cfg = run.cfg
-    parts = ("train", "cal", "test")  # the middle part calibrates the sets
-    return datasets.image_tasks(
-        run.asset("images"), cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed, parts
-    )
+    # the middle part calibrates the sets
+    return datasets.prepare_image_tasks(run, parts=("train", "cal", "test"))
 
 
 # ---------------------------------------------------------------- train
@@ -49,46 +46,45 @@ def _n_classes(data: dict) -> int:
 def train_unit(
     run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
-    import torch
-
-    from reprolab.core.training import fit_supervised
+    from reprolab.core.training import train_classifier
     from reprolab.methods.lip_rcp.module import Classifier
     from reprolab.methods.lip_rcp.net import freeze
 
     cfg = run.cfg
-    x_tr, y_tr = datasets.part_tensors(data, "train")
-    x_ca, y_ca = datasets.part_tensors(data, "cal")
     lipschitz = unit.variant in LIPSCHITZ_VARIANTS
-    torch.manual_seed(unit.seed)
-    module = Classifier(
-        in_dim=x_tr.shape[1],
-        n_classes=_n_classes(data),
-        hidden=cfg.hidden,
-        depth=cfg.depth,
-        lipschitz=lipschitz,
-        bjorck_iters=cfg.bjorck_iters,
-        temp=cfg.temp if lipschitz else 1.0,
-        noise=0.0 if lipschitz else cfg.sigma,
-        lr=cfg.lr,
-        epochs=cfg.epochs,
-        seed=unit.seed,
-    )
-    # The calibration split is only watched (accuracy per epoch), never used to select.
-    fit_supervised(
-        module,
-        (x_tr, y_tr),
-        (x_ca, y_ca),
-        cfg.batch_size,
-        cfg.epochs,
-        unit.seed,
+
+    def build() -> Classifier:
+        return Classifier(
+            in_dim=np.asarray(data["x_train"]).shape[1],
+            n_classes=_n_classes(data),
+            hidden=cfg.hidden,
+            depth=cfg.depth,
+            lipschitz=lipschitz,
+            bjorck_iters=cfg.bjorck_iters,
+            temp=cfg.temp if lipschitz else 1.0,
+            noise=0.0 if lipschitz else cfg.sigma,
+            lr=cfg.lr,
+            epochs=cfg.epochs,
+            seed=unit.seed,
+        )
+
+    # The calibration split is only watched (accuracy per epoch), never used to select;
+    # the Lipschitz network is saved with its parametrisations made plain weights.
+    return train_classifier(
+        run,
+        unit,
+        data,
         resume_dir,
-        trainer=run.trainer,
+        build,
+        batch_size=cfg.batch_size,
+        epochs=cfg.epochs,
+        val_part="cal",
+        export=lambda module: freeze(module.net) if lipschitz else module.net,
     )
-    net = freeze(module.net) if lipschitz else module.net
-    return TrainedUnit(state=net.state_dict(), history=module.history)
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    from reprolab.core.training import restore_module
     from reprolab.methods.lip_rcp.net import lip_mlp, relu_mlp
 
     cfg = run.cfg
@@ -97,8 +93,7 @@ def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
         net = lip_mlp(in_dim, cfg.hidden, cfg.depth, _n_classes(data))
     else:
         net = relu_mlp(in_dim, cfg.hidden, cfg.depth, _n_classes(data))
-    net.load_state_dict(state)
-    return net.eval()
+    return restore_module(net, state)
 
 
 # ---------------------------------------------------------------- evaluate

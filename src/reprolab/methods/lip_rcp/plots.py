@@ -6,13 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
+from reprolab.core.plots import curves_figure, facets, plt, save_figure
 
 
 def _eps(metric: str, prefix: str) -> float:
@@ -28,9 +24,11 @@ def coverage_vs_eps(table: pd.DataFrame, path: Path) -> Path:
     target = None
     if len(gap) and len(cov):
         target = float((cov.value.to_numpy() - gap.value.to_numpy()).mean())
-    precisions = list(dict.fromkeys(table.precision))
-    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.8), squeeze=False)
-    for ax, precision in zip(axes[0], precisions, strict=True):
+    fig, panels = facets(
+        table, "precision", size=(5, 3.8), title="Coverage under PGD-L2, {col}", title_size=10
+    )
+    for panel in panels:
+        ax, precision = panel.ax, panel.col
         for variant in dict.fromkeys(rows.variant):
             r = rows[(rows.variant == variant) & (rows.precision == precision)]
             c = clean[(clean.variant == variant) & (clean.precision == precision)]
@@ -43,7 +41,6 @@ def coverage_vs_eps(table: pd.DataFrame, path: Path) -> Path:
             ax.axhline(target, color="k", ls="--", lw=0.8, label="1 - alpha")
         ax.set_xlabel("attack budget eps (0: clean; band: min-max over seeds, tasks)", fontsize=8)
         ax.set_ylabel("coverage of the true label")
-        ax.set_title(f"Coverage under PGD-L2, {precision}", fontsize=10)
         ax.legend(fontsize=8)
     return save_figure(fig, path)
 

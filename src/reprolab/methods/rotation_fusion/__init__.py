@@ -52,7 +52,6 @@ SPEC = MethodSpec(
     metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b"),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
-    prepare_keys=("dataset", "max_rows", "split", "data_seed", "regimes", "pairs_per_seed"),
     test_overrides={
         "dataset": "digits",
         "patch": 4,

@@ -7,24 +7,29 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import MethodConfig, Split
+from reprolab.contract import (
+    DataSeed,
+    ImageDataset,
+    MethodConfig,
+    OptimConfig,
+    Split,
+    prepare_field,
+)
 
-Dataset = Literal["digits", "mnist", "fashion_mnist"]
 Regime = Literal["seeds", "finetune"]
 
 
-class RotationFusionConfig(MethodConfig):
+class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):
     #: image dataset of the ``images`` asset (one classification task per regime)
-    dataset: Dataset = "mnist"
+    dataset: ImageDataset = prepare_field("mnist")
     #: rows after a stratified subsample (0 = all)
-    max_rows: int = Field(default=2400, ge=0)
+    max_rows: int = prepare_field(2400, ge=0)
     #: train / validation / test fractions, fixed at prepare
-    split: Split = [0.7, 0.15, 0.15]
-    data_seed: int = Field(default=0, ge=0)
+    split: Split = prepare_field([0.7, 0.15, 0.15])
     #: "seeds": two models from different seeds; "finetune": two fine-tunes of one base
-    regimes: list[Regime] = Field(default=["seeds", "finetune"], min_length=1)
+    regimes: list[Regime] = prepare_field(["seeds", "finetune"], min_length=1)
     #: model pairs per seed of the profile (a unit parameter ``pair``)
-    pairs_per_seed: int = Field(default=1, ge=1, le=10)
+    pairs_per_seed: int = prepare_field(1, ge=1, le=10)
     #: patch side (must divide the image side: 28 for MNIST / Fashion-MNIST, 8 for digits)
     patch: int = Field(default=7, ge=1)
     dim: int = Field(default=32, ge=4)
@@ -33,7 +38,6 @@ class RotationFusionConfig(MethodConfig):
     mlp_ratio: float = Field(default=2.0, gt=0)
     epochs: int = Field(default=4, ge=1)
     batch_size: int = Field(default=128, ge=1)
-    lr: float = Field(default=3e-3, gt=0)
     #: fine-tuning (regime "finetune"): epochs and learning rate from the base model
     finetune_epochs: int = Field(default=2, ge=1)
     finetune_lr: float = Field(default=1e-3, gt=0)

@@ -102,11 +102,7 @@ def _fit(net, x, y, val, lr, epochs, seed, resume_dir, code, cfg, trainer):
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import copy
 
@@ -210,13 +206,10 @@ def sweep_alphas(cfg: RotationFusionConfig) -> list[float]:
 
 
 def endpoints(cfg: RotationFusionConfig, data: dict, state: dict) -> dict:
-    nets = {}
-    for name in ("a", "b"):
-        net = build_net(cfg, image_side(data))
-        prefix = f"{name}."
-        net.load_state_dict({k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)})
-        nets[name] = net.eval()
-    return nets
+    from reprolab.core.training import restore_module
+
+    side = image_side(data)
+    return {n: restore_module(build_net(cfg, side), state, prefix=f"{n}.") for n in ("a", "b")}
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict):

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import grouped_bars, save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.core.plots import facets, grouped_bars, plt, save_figure
+from reprolab.core.stats import t_interval
 
 FUSIONS = ("average", "perm", "rotation")
 PREFIX = "test_acc_alpha_"
@@ -27,33 +23,30 @@ def _ci(vals: np.ndarray) -> tuple[float, float]:
 def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
     rows = table[table.metric.str.startswith(PREFIX)].copy()
     rows["alpha"] = rows.metric.str[len(PREFIX) :].astype(int) / 100
-    tasks = sorted(rows.regime.unique())
-    precisions = list(dict.fromkeys(rows.precision))
-    fig, axes = plt.subplots(
-        len(precisions),
-        len(tasks),
-        figsize=(4.5 * len(tasks), 3.3 * len(precisions)),
-        squeeze=False,
+    fig, panels = facets(
+        rows,
+        "regime",
+        "precision",
+        cols=sorted(rows.regime.unique()),
+        size=(4.5, 3.3),
+        title="{col} [{row}]",
+        title_size=9,
     )
-    for i, precision in enumerate(precisions):
-        for j, task in enumerate(tasks):
-            ax = axes[i][j]
-            for how in FUSIONS:
-                sel = rows[
-                    (rows.regime == task) & (rows.variant == how) & (rows.precision == precision)
-                ]
-                if sel.empty:
-                    continue
-                alphas = sorted(sel.alpha.unique())
-                stats = [_ci(sel[sel.alpha == a].value.to_numpy()) for a in alphas]
-                means = np.array([s[0] for s in stats])
-                errs = np.array([s[1] for s in stats])
-                ax.plot(alphas, means, marker="o", label=how)
-                ax.fill_between(alphas, means - errs, means + errs, alpha=0.2)
-            ax.set_title(f"{task} [{precision}]", fontsize=9)
-            ax.set_xlabel("alpha (weight on model B)")
-            ax.set_ylabel("test accuracy")
-            ax.legend(fontsize=7)
+    for panel in panels:
+        ax = panel.ax
+        for how in FUSIONS:
+            sel = panel.data[panel.data.variant == how]
+            if sel.empty:
+                continue
+            alphas = sorted(sel.alpha.unique())
+            stats = [_ci(sel[sel.alpha == a].value.to_numpy()) for a in alphas]
+            means = np.array([s[0] for s in stats])
+            errs = np.array([s[1] for s in stats])
+            ax.plot(alphas, means, marker="o", label=how)
+            ax.fill_between(alphas, means - errs, means + errs, alpha=0.2)
+        ax.set_xlabel("alpha (weight on model B)")
+        ax.set_ylabel("test accuracy")
+        ax.legend(fontsize=7)
     fig.suptitle("fused accuracy vs interpolation weight (mean, 95% CI over pairs)")
     fig.tight_layout()
     return save_figure(fig, path)
@@ -61,29 +54,25 @@ def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
 
 def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
     rows = table[table.metric == "test_acc"]
-    tasks = sorted(rows.regime.unique())
     precisions = list(dict.fromkeys(rows.precision))
     variants = ["endpoints", *FUSIONS]
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.5), squeeze=False)
-    for j, task in enumerate(tasks):
-        ax = axes[0][j]
+    fig, panels = facets(
+        rows, "regime", cols=sorted(rows.regime.unique()), size=(5, 3.5), title="{col}"
+    )
+    for panel in panels:
+        sel = panel.data
         series = {
             precision: [
-                _ci(
-                    rows[
-                        (rows.regime == task) & (rows.variant == v) & (rows.precision == precision)
-                    ].value.to_numpy()
-                )
+                _ci(sel[(sel.variant == v) & (sel.precision == precision)].value.to_numpy())
                 if v in set(rows.variant)
                 else (np.nan, 0.0)
                 for v in variants
             ]
             for precision in precisions
         }
-        grouped_bars(ax, variants, series)
-        ax.set_title(task)
-        ax.set_ylabel("test accuracy (best endpoint / fused)")
-        ax.legend(fontsize=7)
+        grouped_bars(panel.ax, variants, series)
+        panel.ax.set_ylabel("test accuracy (best endpoint / fused)")
+        panel.ax.legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path)
 

@@ -73,14 +73,6 @@ SPEC = MethodSpec(
     ),
     readme=Path(__file__).with_name("README.md"),
     assets=("smollm2",),
-    prepare_keys=(
-        "test_topics",
-        "data_seed",
-        "train_per_cell",
-        "test_per_cell",
-        "train_frames",
-        "test_frames",
-    ),
     test_overrides={
         "tiny_layers": 2,
         "tiny_hidden": 32,

@@ -7,30 +7,29 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
 from reprolab.methods.safety_dims.prompts import FRAMES, TOPICS
 
 
-class SafetyDimsConfig(MethodConfig):
+class SafetyDimsConfig(MethodConfig, DataSeed, OptimConfig):
     #: "tiny": lm.tiny_model over the asset's tokenizer (smoke); "smollm2": the real model
     model: Literal["tiny", "smollm2"] = "tiny"
     #: the tiny model's layers and width (ignored for smollm2)
     tiny_layers: int = Field(default=3, ge=1, le=8)
     tiny_hidden: int = Field(default=64, ge=16)
     #: whole topics held out for the test prompts (of 16)
-    test_topics: int = Field(default=4, ge=1, le=len(TOPICS) - 1)
-    #: the train/test topic split and the prompt draws (fixed across training seeds)
-    data_seed: int = Field(default=0, ge=0)
+    test_topics: int = prepare_field(4, ge=1, le=len(TOPICS) - 1)
+    # data_seed (DataSeed): the train/test topic split and the prompt draws (fixed
+    # across training seeds)
     #: prompts per (harmful?, wrapper) cell: 6 cells
-    train_per_cell: int = Field(default=4, ge=1)
-    test_per_cell: int = Field(default=4, ge=2)
+    train_per_cell: int = prepare_field(4, ge=1)
+    test_per_cell: int = prepare_field(4, ge=2)
     #: request frames ("How do I ...?", ...) of train and test prompts: disjoint templates
-    train_frames: list[int] = Field(default=[0, 1], min_length=1)
-    test_frames: list[int] = Field(default=[2, 3], min_length=1)
+    train_frames: list[int] = prepare_field([0, 1], min_length=1)
+    test_frames: list[int] = prepare_field([2, 3], min_length=1)
     #: LoRA (attention projections) safety fine-tuning
     lora_r: int = Field(default=8, ge=1)
     lora_alpha: int = Field(default=16, ge=1)
-    lr: float = Field(default=3e-3, gt=0)
     epochs: int = Field(default=2, ge=1)
     batch_size: int = Field(default=8, ge=1)
     #: variance shares tau of the effective rank (the reference sweeps 0.4 .. 0.9)

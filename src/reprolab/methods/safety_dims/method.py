@@ -202,11 +202,7 @@ def _orient(component: np.ndarray, states: np.ndarray, positive: np.ndarray) -> 
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
 

@@ -7,15 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import grouped_bars, save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
+from reprolab.core.plots import facets, grouped_bars, plt, save_figure
+from reprolab.core.stats import t_interval
 
 
 def _ci(vals: np.ndarray) -> tuple[float, float]:
@@ -37,13 +33,19 @@ def _precisions(rows: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(rows.precision)) or ["fp32"]
 
 
+def _per_precision(rows: pd.DataFrame, title: str):
+    """A figure with one panel per precision (titled ``title`` with ``{col}``)."""
+    return facets(
+        rows, "precision", cols=_precisions(rows), size=(5, 3.6), title=title, title_size=9
+    )
+
+
 def spectra(table: pd.DataFrame, path: Path) -> Path:
     rows = table[(table.variant == "safety_tuned") & table.metric.str.startswith("ev_share_")]
     layers = sorted({int(m[-2:]) for m in rows.metric.unique()})
-    precisions = _precisions(rows)
-    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.6), squeeze=False)
-    for ax, precision in zip(axes[0], precisions, strict=True):
-        sel = rows[rows.precision == precision]
+    fig, panels = _per_precision(rows, "shift spectrum [{col}]")
+    for panel in panels:
+        ax, sel = panel.ax, panel.data
         for layer in layers:
             per = _per_layer(sel, rf"ev_share_(\d+)_l{layer:02d}")
             if not per:
@@ -56,7 +58,6 @@ def spectra(table: pd.DataFrame, path: Path) -> Path:
         ax.set_yscale("log")
         ax.set_xlabel("component k")
         ax.set_ylabel("share of shift variance (eigenvalue / sum)")
-        ax.set_title(f"shift spectrum [{precision}]", fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("singular value spectra of the safety fine-tuning shift (mean, 95% CI over seeds)")
     fig.tight_layout()
@@ -65,10 +66,9 @@ def spectra(table: pd.DataFrame, path: Path) -> Path:
 
 def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
     rows = table[table.variant == "safety_tuned"]
-    precisions = _precisions(rows)
-    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.6), squeeze=False)
-    for ax, precision in zip(axes[0], precisions, strict=True):
-        sel = rows[rows.precision == precision]
+    fig, panels = _per_precision(rows, "refusal classification per layer [{col}]")
+    for panel in panels:
+        ax, sel = panel.ax, panel.data
         for pattern, label in (
             (r"comp0_acc_l(\d+)", "component 0 of the shift"),
             (r"probe_acc_l(\d+)", "difference-of-means refusal probe"),
@@ -87,7 +87,6 @@ def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
         ax.set_ylim(0.0, 1.02)
         ax.set_xlabel("layer")
         ax.set_ylabel("held-out refusal accuracy")
-        ax.set_title(f"refusal classification per layer [{precision}]", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path)
@@ -101,10 +100,9 @@ def effective_rank(table: pd.DataFrame, path: Path) -> Path:
             for m in rows.metric.map(lambda s: re.fullmatch(r"eff_rank_(\d+)_l\d+", s)).dropna()
         }
     )
-    precisions = _precisions(rows)
-    fig, axes = plt.subplots(1, len(precisions), figsize=(5 * len(precisions), 3.6), squeeze=False)
-    for ax, precision in zip(axes[0], precisions, strict=True):
-        sel = rows[rows.precision == precision]
+    fig, panels = _per_precision(rows, "effective rank of the shift [{col}]")
+    for panel in panels:
+        ax, sel = panel.ax, panel.data
         for tau in taus:
             per = _per_layer(sel, rf"eff_rank_{tau}_l(\d+)")
             x = np.array(list(per))
@@ -114,7 +112,6 @@ def effective_rank(table: pd.DataFrame, path: Path) -> Path:
         ax.set_yscale("log")
         ax.set_xlabel("layer")
         ax.set_ylabel("effective rank (mean over seeds)")
-        ax.set_title(f"effective rank of the shift [{precision}]", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path)

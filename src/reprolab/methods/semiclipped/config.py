@@ -4,30 +4,28 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
 
 
-class SemiClippedConfig(MethodConfig):
+class SemiClippedConfig(MethodConfig, DataSeed, OptimConfig):
     #: simulator draws; each is one task (its own pathways, maps and batch effects)
-    n_sims: int = Field(default=3, ge=0)
-    data_seed: int = Field(default=0, ge=0)
-    n_pathways: int = Field(default=8, ge=2)
-    perts_per_pathway: int = Field(default=10, ge=2)
-    n_batches: int = Field(default=6, ge=2)
+    n_sims: int = prepare_field(3, ge=0)
+    n_pathways: int = prepare_field(8, ge=2)
+    perts_per_pathway: int = prepare_field(10, ge=2)
+    n_batches: int = prepare_field(6, ge=2)
     #: batches held out (evaluation only); the rest train
-    test_batches: int = Field(default=2, ge=1)
+    test_batches: int = prepare_field(2, ge=1)
     #: fraction of perturbations held out (never seen in training)
-    test_perts: float = Field(default=0.3, gt=0, lt=1)
-    n_controls: int = Field(default=48, ge=4)
-    reps: int = Field(default=2, ge=1)
-    latent: int = Field(default=8, ge=1)
-    tx_dim: int = Field(default=32, ge=2)
-    img_dim: int = Field(default=24, ge=2)
-    noise: float = Field(default=1.0, gt=0)
+    test_perts: float = prepare_field(0.3, gt=0, lt=1)
+    n_controls: int = prepare_field(48, ge=4)
+    reps: int = prepare_field(2, ge=1)
+    latent: int = prepare_field(8, ge=1)
+    tx_dim: int = prepare_field(32, ge=2)
+    img_dim: int = prepare_field(24, ge=2)
+    noise: float = prepare_field(1.0, gt=0)
     hidden: int = Field(default=64, ge=1)
     epochs: int = Field(default=20, ge=1)
     batch_size: int = Field(default=32, ge=2)
-    lr: float = Field(default=3e-3, gt=0)
     temperature: float = Field(default=0.1, gt=0)
     #: PEA: random corrections per batch and epoch, smallest control fraction, TVN shrinkage
     pea_bank: int = Field(default=8, ge=1)
@@ -35,16 +33,16 @@ class SemiClippedConfig(MethodConfig):
     shrink: float = Field(default=0.1, ge=0, lt=1)
     k: int = Field(default=5, ge=1)
     #: pbmc68k setting (pbmc.py): random splits of the real cells, each one task (0: off)
-    pbmc_splits: int = Field(default=2, ge=0)
+    pbmc_splits: int = prepare_field(2, ge=0)
     #: training batches the G1 cells are split into (the cycling cells are the held-out one)
-    pbmc_train_batches: int = Field(default=3, ge=1)
+    pbmc_train_batches: int = prepare_field(3, ge=1)
     #: cells per pseudo-perturbation (random cells of one type in one batch)
-    pbmc_group_size: int = Field(default=4, ge=1)
+    pbmc_group_size: int = prepare_field(4, ge=1)
     #: sd of the per-batch, per-gene log capture efficiency (constructed technical effect)
-    pbmc_batch_effect: float = Field(default=0.5, ge=0)
+    pbmc_batch_effect: float = prepare_field(0.5, ge=0)
     #: widths of the frozen PCA encoders of the two gene halves
-    pbmc_tx_dim: int = Field(default=16, ge=2)
-    pbmc_img_dim: int = Field(default=16, ge=2)
+    pbmc_tx_dim: int = prepare_field(16, ge=2)
+    pbmc_img_dim: int = prepare_field(16, ge=2)
 
     @model_validator(mode="after")
     def _some_task(self) -> SemiClippedConfig:

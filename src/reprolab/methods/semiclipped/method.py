@@ -91,11 +91,7 @@ def dims(data: dict) -> tuple[int, int]:
 
 
 def train_unit(
-    run: Run,
-    unit: Unit,
-    data: dict,
-    resume_dir: Path,
-    progress: Callable[[str], None],
+    run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
     import torch
     from torch.utils.data import DataLoader
@@ -127,10 +123,10 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
+    from reprolab.core.training import restore_module
+
     tx_dim, img_dim = dims(data)
-    net = adapter(tx_dim, run.cfg.hidden, img_dim)
-    net.load_state_dict({k[3:]: v for k, v in state.items() if k.startswith("tx.")})
-    return net.eval()
+    return restore_module(adapter(tx_dim, run.cfg.hidden, img_dim), state, prefix="tx.")
 
 
 # ---------------------------------------------------------------- evaluate

@@ -6,13 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import save_figure  # noqa: E402
+from reprolab.core.plots import plt, save_figure
 
 _RELATED = {"sim": "same-pathway", "pbmc": "same-cell-type"}
 

@@ -5,7 +5,6 @@ al., ICML 2025). Official code: https://github.com/BUPTAIOC/TtBA (TtBA.py, main.
 """
 
 from reprolab.contract import MethodSpec, Quantization, Variant
-from reprolab.core.datasets import image_task_keys
 from reprolab.methods.ttba.claims import CLAIMS
 from reprolab.methods.ttba.config import PROFILE_DEFAULTS, TtbaConfig
 
@@ -66,7 +65,6 @@ SPEC = MethodSpec(
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(*ATTACK_METRICS, *BEST_K_METRICS, *VICTIM_METRICS),
     assets=("images",),
-    prepare_keys=image_task_keys(),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 0,

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, field_validator
 
-from reprolab.contract import MethodConfig, Split
-
-Dataset = Literal["digits", "mnist", "fashion_mnist"]
+from reprolab.contract import ImageDataConfig, MethodConfig, OptimConfig, Split, prepare_field
 
 
-class TtbaConfig(MethodConfig):
-    datasets: list[Dataset] = Field(default=["mnist"], min_length=1)
-    #: rows kept per dataset (stratified subsample, fixed at prepare; 0 = all)
-    max_rows: int = Field(default=1500, ge=0)
-    #: train / validation / test fractions, fixed at prepare
-    split: Split = [0.8, 0.1, 0.1]
-    data_seed: int = Field(default=0, ge=0)
+class TtbaConfig(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = prepare_field(1500, ge=0)
+    split: Split = prepare_field([0.8, 0.1, 0.1])
     #: torch intra-op threads for training and attacks (0 = keep the stage's setting).
     #: One row per query through a small CNN: measured on the shared 2-core box, one
     #: thread ran 4x faster than two (training) and 0.15 vs ~30 ms per query (attacks).
@@ -26,7 +18,6 @@ class TtbaConfig(MethodConfig):
     channels: list[int] = Field(default=[16, 32], min_length=2, max_length=2)
     hidden: int = Field(default=64, ge=2)
     epochs: int = Field(default=2, ge=1)
-    batch_size: int = Field(default=64, ge=1)
     lr: float = Field(default=2e-3, gt=0)
     # ---- attacks
     #: correctly classified test images attacked per unit (the first ones, in a fixed order)

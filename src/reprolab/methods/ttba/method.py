@@ -33,10 +33,7 @@ N_CLASSES = 10
 
 
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
-    cfg = run.cfg
-    return datasets.image_tasks(
-        run.asset("images"), cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed
-    )
+    return datasets.prepare_image_tasks(run)
 
 
 def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
@@ -49,38 +46,31 @@ def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
 def train_unit(
     run: Run, unit: Unit, data: dict, resume_dir: Path, progress: Callable[[str], None]
 ) -> TrainedUnit:
-    import torch
-
-    from reprolab.core.training import ClassifierModule, fit_supervised
-    from reprolab.methods.ttba.net import cnn
+    from reprolab.core.training import ClassifierModule, train_classifier
 
     cfg = run.cfg
-    x_tr, y_tr = datasets.part_tensors(data, "train")
-    x_va, y_va = datasets.part_tensors(data, "val")
-    torch.manual_seed(unit.seed)  # the victim of (task, seed): cross-entropy, Adam, cosine
-    net = cnn(x_tr.shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
-    module = ClassifierModule(net, lr=cfg.lr, epochs=cfg.epochs)
+
+    def build() -> ClassifierModule:  # the victim of (task, seed): cross-entropy, Adam, cosine
+        return ClassifierModule(victim(cfg, data), lr=cfg.lr, epochs=cfg.epochs)
+
     with torch_threads(cfg.threads):
-        fit_supervised(
-            module,
-            (x_tr, y_tr),
-            (x_va, y_va),
-            cfg.batch_size,
-            cfg.epochs,
-            unit.seed,
-            resume_dir,
-            trainer=run.trainer,
+        return train_classifier(
+            run, unit, data, resume_dir, build, batch_size=cfg.batch_size, epochs=cfg.epochs
         )
-    return TrainedUnit(state=module.net.state_dict(), history=module.history)
+
+
+def victim(cfg: TtbaConfig, data: dict) -> torch.nn.Module:
+    """The untrained victim CNN of a task (initial weights from torch's RNG)."""
+    from reprolab.methods.ttba.net import cnn
+
+    n_features = np.asarray(data["x_train"]).shape[1]
+    return cnn(n_features, tuple(cfg.channels), cfg.hidden, N_CLASSES)
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    from reprolab.methods.ttba.net import cnn
+    from reprolab.core.training import restore_module
 
-    cfg = run.cfg
-    net = cnn(np.asarray(data["x_train"]).shape[1], tuple(cfg.channels), cfg.hidden, N_CLASSES)
-    net.load_state_dict(state)
-    return net.eval()
+    return restore_module(victim(run.cfg, data), state)
 
 
 # ---------------------------------------------------------------- evaluate

@@ -6,14 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import curves_figure, save_figure  # noqa: E402
-from reprolab.methods.ttba.claims import RATIO_TOLERANCE, TWO_THIRDS  # noqa: E402
+from reprolab.core.plots import curves_figure, facets, plt, save_figure
+from reprolab.methods.ttba.claims import RATIO_TOLERANCE, TWO_THIRDS
 
 _PREFIX = "l2_at_q"
 
@@ -21,26 +17,18 @@ _PREFIX = "l2_at_q"
 def l2_vs_queries(table: pd.DataFrame, path: Path) -> Path:
     rows = table[table.metric.str.startswith(_PREFIX)].copy()
     rows["queries"] = [int(m[len(_PREFIX) :]) for m in rows.metric]
-    tasks = list(dict.fromkeys(rows.task))
-    precisions = list(dict.fromkeys(rows.precision))
-    fig, axes = plt.subplots(
-        len(precisions),
-        len(tasks),
-        figsize=(4.8 * len(tasks), 3.6 * len(precisions)),
-        squeeze=False,
+    fig, panels = facets(
+        rows, "task", "precision", size=(4.8, 3.6), title="{col}, {row}", title_size=10
     )
-    for r, precision in enumerate(precisions):
-        for c, task in enumerate(tasks):
-            ax = axes[r][c]
-            sub = rows[(rows.task == task) & (rows.precision == precision)]
-            for variant in dict.fromkeys(sub.variant):
-                g = sub[sub.variant == variant].groupby("queries").value.agg(["mean", "min", "max"])
-                ax.plot(g.index, g["mean"], marker=".", label=variant)
-                ax.fill_between(g.index, g["min"], g["max"], alpha=0.15)
-            ax.set_title(f"{task}, {precision}", fontsize=10)
-            ax.set_xlabel("queries (band: min-max over seeds)", fontsize=8)
-            ax.set_ylabel("median L2 of best adversarial")
-            ax.legend(fontsize=8)
+    for panel in panels:
+        ax, sub = panel.ax, panel.data
+        for variant in dict.fromkeys(sub.variant):
+            g = sub[sub.variant == variant].groupby("queries").value.agg(["mean", "min", "max"])
+            ax.plot(g.index, g["mean"], marker=".", label=variant)
+            ax.fill_between(g.index, g["min"], g["max"], alpha=0.15)
+        ax.set_xlabel("queries (band: min-max over seeds)", fontsize=8)
+        ax.set_ylabel("median L2 of best adversarial")
+        ax.legend(fontsize=8)
     return save_figure(fig, path)
 
 

@@ -7,7 +7,7 @@ https://github.com/abhmul/general-misfit-gain
 
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.w2s_bregman.claims import CLAIMS
-from reprolab.methods.w2s_bregman.config import PREPARE_KEYS, PROFILE_DEFAULTS, W2SConfig
+from reprolab.methods.w2s_bregman.config import PROFILE_DEFAULTS, W2SConfig
 
 SPEC = MethodSpec(
     slug="w2s_bregman",
@@ -29,7 +29,6 @@ SPEC = MethodSpec(
     claims=CLAIMS,
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("gain_minus_misfit", "gain", "misfit", "gain_minus_misfit_rev", "err_strong"),
-    prepare_keys=PREPARE_KEYS,
     test_overrides={
         "n_tasks": 1,
         "variants": ["k1", "k8", "convex"],

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig
+from reprolab.contract import DataSeed, MethodConfig, prepare_field
 
 #: heads mixed by each k-variant (the strong class's k)
 HEADS = {"k1": 1, "k2": 2, "k4": 4, "k8": 8}
@@ -32,31 +32,32 @@ def heads_of(variant: str, cfg: W2SConfig) -> int:
     return cfg.convex_atoms if variant == "convex" else HEADS[variant]
 
 
-class W2SConfig(MethodConfig):
+class W2SConfig(MethodConfig, DataSeed):
+    # prepare reads the prepare_field keys (the random tasks and their weak models); n_strong,
+    # and with n_pool, weak_rank and dim, also through the size checks of a validated config
     #: random synthetic tasks (one weak model each)
-    n_tasks: int = Field(default=3, ge=1, le=999)
+    n_tasks: int = prepare_field(3, ge=1, le=999)
     #: ground-truth (= strong) representation dimension, classes, weak rank
-    dim: int = Field(default=8, ge=2)
-    classes: int = Field(default=4, ge=2)
-    weak_rank: int = Field(default=3, ge=1)
+    dim: int = prepare_field(8, ge=2)
+    classes: int = prepare_field(4, ge=2)
+    weak_rank: int = prepare_field(3, ge=1)
     #: noise std added to the weak representation P x
-    weak_noise: float = Field(default=2.0, ge=0)
+    weak_noise: float = prepare_field(2.0, ge=0)
     #: scale of W*'s entries (W*_ij ~ N(0, scale^2 / d)): how peaked f* is
-    target_scale: float = Field(default=3.0, gt=0)
+    target_scale: float = prepare_field(3.0, gt=0)
     #: samples: weak training set, pool the strong sample is drawn from, test set
-    n_weak: int = Field(default=500, ge=10)
-    n_pool: int = Field(default=2000, ge=10)
-    n_strong: int = Field(default=1000, ge=10)
-    n_test: int = Field(default=4000, ge=10)
+    n_weak: int = prepare_field(500, ge=10)
+    n_pool: int = prepare_field(2000, ge=10)
+    n_strong: int = prepare_field(1000, ge=10)
+    n_test: int = prepare_field(4000, ge=10)
     #: fixed heads of the convex class (W* is one of them)
-    convex_atoms: int = Field(default=8, ge=2)
+    convex_atoms: int = prepare_field(8, ge=2)
     #: full-batch AdamW on KL(f_strong || f_weak), a fixed budget
     steps: int = Field(default=200, ge=1)
     lr: float = Field(default=0.05, gt=0)
     weight_decay: float = Field(default=0.0, ge=0)
-    weak_steps: int = Field(default=300, ge=1)
+    weak_steps: int = prepare_field(300, ge=1)
     history_every: int = Field(default=50, ge=1)
-    data_seed: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _sizes(self) -> W2SConfig:
@@ -66,24 +67,6 @@ class W2SConfig(MethodConfig):
             raise ValueError("weak_rank must be < dim (the weak representation is worse)")
         return self
 
-
-#: the config keys prepare reads (the random tasks and their weak models); n_strong, and
-#: with n_pool, weak_rank and dim, also through the size checks of a validated config
-PREPARE_KEYS = (
-    "n_tasks",
-    "data_seed",
-    "dim",
-    "classes",
-    "weak_rank",
-    "weak_noise",
-    "target_scale",
-    "n_weak",
-    "n_pool",
-    "n_strong",
-    "n_test",
-    "convex_atoms",
-    "weak_steps",
-)
 
 PROFILE_DEFAULTS = {
     "smoke": {},

@@ -32,7 +32,7 @@ def make_task(cfg: W2SConfig, index: int) -> dict[str, np.ndarray]:
     the weak head fitted by cross-entropy on n_weak labels drawn from f*."""
     import torch
 
-    from reprolab.methods.w2s_bregman.model import fit_softmax_head
+    from reprolab.methods.w2s_bregman.net import fit_softmax_head
 
     rng = np.random.default_rng([cfg.data_seed, index])
     d, c, r = cfg.dim, cfg.classes, cfg.weak_rank
@@ -96,7 +96,7 @@ def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
 def _module(unit: Unit, cfg: W2SConfig, data: dict):
     import torch
 
-    from reprolab.methods.w2s_bregman.model import MixtureHeads, fixed_atoms
+    from reprolab.methods.w2s_bregman.net import MixtureHeads, fixed_atoms
 
     module = MixtureHeads(cfg.dim, cfg.classes, heads_of(unit.variant, cfg))
     if unit.variant == "convex":
@@ -114,7 +114,7 @@ def train_unit(
     # (measured 10-30x slower with 2 threads on a loaded 2-core machine).
     torch.set_num_threads(1)
 
-    from reprolab.methods.w2s_bregman.model import fit_projection
+    from reprolab.methods.w2s_bregman.net import fit_projection
 
     cfg = run.cfg
     index = int(np.asarray(data["index"])[0])
@@ -130,15 +130,15 @@ def train_unit(
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
-    module = _module(unit, run.cfg, data)
-    module.load_state_dict(state)
-    return module.eval()
+    from reprolab.core.training import restore_module
+
+    return restore_module(_module(unit, run.cfg, data), state)
 
 
 def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) -> dict[str, float]:
     import torch
 
-    from reprolab.methods.w2s_bregman.model import misfit_gain
+    from reprolab.methods.w2s_bregman.net import misfit_gain
 
     x = torch.as_tensor(np.asarray(data["x_test"]))
     log_q = torch.as_tensor(np.asarray(data["logq_test"]))

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from reprolab.core.plots import mean_curves, save_figure  # noqa: E402
-from reprolab.core.stats import t_interval  # noqa: E402
-from reprolab.methods.w2s_bregman.config import HEADS  # noqa: E402
+from reprolab.core.plots import facets, mean_curves, plt, save_figure
+from reprolab.core.stats import t_interval
+from reprolab.methods.w2s_bregman.config import HEADS
 
 
 def _order(variants) -> list[str]:
@@ -30,21 +26,26 @@ def gain_vs_misfit(table: pd.DataFrame, path: Path, reverse: bool) -> Path:
         index=["task", "seed", "variant"], columns="metric", values="value"
     )
     wide = wide.reset_index()
-    variants = _order(wide.variant.unique())
-    fig, axes = plt.subplots(1, len(variants), figsize=(3.0 * len(variants), 3.2), squeeze=False)
-    for ax, variant in zip(axes[0], variants, strict=True):
-        rows = wide[wide.variant == variant]
+    fig, panels = facets(
+        wide,
+        "variant",
+        cols=_order(wide.variant.unique()),
+        size=(3.0, 3.2),
+        title="{col}",
+        title_size=9,
+    )
+    for panel in panels:
+        ax, rows = panel.ax, panel.data
         ax.scatter(rows[f"misfit{suffix}"], rows[f"gain{suffix}"], s=8, alpha=0.6)
         lo = float(min(rows[f"misfit{suffix}"].min(), rows[f"gain{suffix}"].min(), 0.0))
         hi = float(max(rows[f"misfit{suffix}"].max(), rows[f"gain{suffix}"].max()))
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="y = x")
-        ax.set_title(variant, fontsize=9)
         ax.set_xlabel("misfit KL(f_w||f_sw)" if reverse else "misfit KL(f_sw||f_w)", fontsize=8)
-    axes[0][0].set_ylabel(
+    panels[0].ax.set_ylabel(
         "gain KL(f_w||f*) - KL(f_sw||f*)" if reverse else "gain KL(f*||f_w) - KL(f*||f_sw)",
         fontsize=8,
     )
-    axes[0][0].legend(fontsize=7)
+    panels[0].ax.legend(fontsize=7)
     title = "reversed KL arguments (not the paper's inequality)" if reverse else "paper's order"
     fig.suptitle(f"Gain vs misfit per strong class, one point per task x seed ({title})")
     return save_figure(fig, path, dpi=100)
