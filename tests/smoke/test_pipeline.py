@@ -104,7 +104,13 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
     files = next(iter(shown.values()))["data"]
     head = files["data/eval/ensloss/headline.json"]["data"]
     # one row per method, a few columns: verdict counts and the headline metric
-    assert set(head) == {"reproduced", "not_reproduced", "inconclusive", "headline"}
+    assert set(head) == {
+        "reproduced",
+        "not_reproduced",
+        "inconclusive",
+        "out_of_reach",
+        "headline",
+    }
     summary = json.loads((reproduced / "data/eval/ensloss/metrics.json").read_text())
     assert head["headline"] == summary["variants"]["ensloss"]["fp32"]["test_acc"]
     assert summary["headline_metric"] == "test_acc"

@@ -210,7 +210,7 @@ NOTE The paper's setting is in the footnote.
 
 | method | claim | precision | the claim | paper | ours | detectable | verdict |
 |---|---|---|---|---|---|---|---|
-| alpha | beats_baseline **(central)** | fp32 | <a id="claims-alpha"></a>Alpha beats <script>alert('x')</script> & the baseline | 0.9 (Table 2)[^alpha-beats_baseline] | +0.9100 [+0.8900, +0.9300], n=5 | 0.05 (smallest effect that matters 0.01) | **reproduced (decided in round 1 of 2)** |
+| alpha | beats_baseline | fp32 | <a id="claims-alpha"></a>**Central claim.** Alpha beats <script>alert('x')</script> & the baseline | 0.9 (Table 2)[^alpha-beats_baseline] | +0.9100 [+0.8900, +0.9300], n=5 | 0.05 (smallest effect that matters 0.01) | **reproduced (decided in round 1 of 2)** |
 | alpha | beats_baseline | int8 | Alpha beats <script>alert('x')</script> & the baseline | 0.9[^alpha-beats_baseline] | +0.5000 [+0.4000, +0.6000], n=5 | 0.05 | **not_reproduced** |
 | beta | invariant | fp32 | <a id="claims-beta"></a>Beta's output is invariant | 0[^beta-invariant] | +0.0000 exact (deterministic), n=1 | 0.05 | **inconclusive (n < 3 (n = 1); the check alone: reproduced; identical replicates)** |
 | beta | every_unit | fp32 | Every unit shows it | all[^beta-every_unit] | +0.0000 exhaustive: every unit, range [+0.0000, +0.0000] | 0.05 | **out_of_reach** |
