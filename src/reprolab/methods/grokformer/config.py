@@ -43,7 +43,19 @@ class GrokFormerConfig(MethodConfig, DataSeed):
     separation: float = prepare_field(1.0, ge=0)
     split: Split = Field(default=[0.6, 0.2, 0.2])
     # -- models
+    #: width of every node model's hidden layer (GrokFormer's encoder too, unless
+    #: ``grok_hidden`` is set)
     hidden: int = Field(default=32, ge=2)
+    #: GrokFormer's own encoder-MLP width; None: ``hidden``. Only the encoder widens: the
+    #: transformer layer stays on C channels (the reference's ``norm='none'`` path).
+    #: Reference: ``--hidden_dim 128`` on every run.sh line
+    grok_hidden: int | None = Field(default=None, ge=2)
+    #: GrokFormer's initialisation: "default" is PyTorch's (Kaiming-uniform);
+    #: "reference" sets every ``nn.Linear`` of the node classifier (encoder, Fourier
+    #: coefficients, attention, FFN) to weights ~ N(0, 0.01) and zero biases, as the
+    #: reference's ``init_params`` (utils.py, applied by train.py ``net.apply``).
+    #: LayerNorms and the baselines keep PyTorch's init. Reference: "reference"
+    grok_init: Literal["default", "reference"] = "default"
     layers: int = Field(default=1, ge=1, le=4)
     grok_orders: int = Field(default=3, ge=1, le=10)
     grok_freqs: int = Field(default=16, ge=1, le=64)
@@ -57,6 +69,11 @@ class GrokFormerConfig(MethodConfig, DataSeed):
     epochs: int = Field(default=200, ge=1)
     lr: float = Field(default=0.01, gt=0)
     weight_decay: float = Field(default=5e-4, ge=0)
+    #: early stopping on the validation loss for every node model: stop after
+    #: ``patience`` epochs in a row without a new minimum of it, then keep (as always)
+    #: the state of the first best validation accuracy among the epochs run. None: all
+    #: ``epochs``. Reference: 200 (train.py, with ``--epoch 2000``)
+    patience: int | None = Field(default=None, ge=1)
     # -- filter fitting
     responses: list[Response] = prepare_field(["band", "reject", "comb"])
     grid_side: int = prepare_field(12, ge=3, le=40)

@@ -115,6 +115,17 @@ def _mlp(nfeat: int, hidden: int, out: int, dropout: float) -> nn.Sequential:
     )  # fmt: skip
 
 
+def reference_init(module: nn.Module) -> None:
+    """The reference's ``init_params`` (GGA23/GrokFormer utils.py), for ``Module.apply``:
+    an ``nn.Linear``'s weight ~ N(0, 0.01) (std 0.01), its bias 0; other modules as they
+    are. Draws from torch's global generator, in ``apply``'s (post-)order."""
+    if isinstance(module, nn.Linear):
+        with torch.no_grad():
+            module.weight.normal_(mean=0.0, std=0.01)
+            if module.bias is not None:
+                module.bias.zero_()
+
+
 class GrokFormer(nn.Module):
     """The GrokFormer node classifier (the reference's ``norm='none'`` path): an MLP
     encoder to C channels, then ``layers`` applications of one shared layer
@@ -123,14 +134,19 @@ class GrokFormer(nn.Module):
 
     with MHA the reference's linear attention Q (K^T V) (no softmax) from the core
     toolkit's ``Attention(kind="linear")``; ``Attention`` scales by 1/sqrt(d_head), the
-    reference does not (a constant the learned projections absorb)."""
+    reference does not (a constant the learned projections absorb).
+
+    The encoder's width is ``cfg.grok_hidden`` (None: ``cfg.hidden``, the baselines'
+    width). ``cfg.grok_init == "reference"`` re-initialises every ``nn.Linear`` as the
+    reference's ``init_params`` (:func:`reference_init`)."""
 
     def __init__(self, graph: dict, nfeat: int, classes: int, cfg) -> None:
         super().__init__()
         self.register_buffer("evals", graph["evals"], persistent=False)
         self.register_buffer("evecs", graph["evecs"], persistent=False)
         self.layers = cfg.layers
-        self.encoder = _mlp(nfeat, cfg.hidden, classes, cfg.dropout)
+        width = cfg.hidden if cfg.grok_hidden is None else cfg.grok_hidden
+        self.encoder = _mlp(nfeat, width, classes, cfg.dropout)
         self.filter = FourierFilter(cfg.grok_orders, cfg.grok_freqs)
         self.mha_norm = nn.LayerNorm(classes)
         self.mha = Attention(classes, heads=1, kind="linear")
@@ -139,6 +155,8 @@ class GrokFormer(nn.Module):
             nn.Linear(classes, classes), nn.GELU(), nn.Linear(classes, classes)
         )
         self.drop = nn.Dropout(cfg.layer_dropout)
+        if cfg.grok_init == "reference":
+            self.apply(reference_init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.encoder(x)
