@@ -11,6 +11,19 @@ from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.rotation_fusion.claims import CLAIMS
 from reprolab.methods.rotation_fusion.config import PROFILE_DEFAULTS, RotationFusionConfig
 
+#: metrics of the endpoints units that measure the matching of the pair
+#: (``fusion.match_stats``): weight distance before matching (absolute, relative to the
+#: models' norm), after the perm and the rotation matching, the permutation's share of
+#: fixed points, the rotation's mean angle from the identity (degrees)
+MATCH_METRICS = (
+    "dist_ab",
+    "dist_ab_rel",
+    "dist_ab_perm",
+    "dist_ab_rot",
+    "perm_fixed_frac",
+    "rot_angle_deg",
+)
+
 SPEC = MethodSpec(
     slug="rotation_fusion",
     title="Rotation symmetry for transformer fusion",
@@ -49,7 +62,7 @@ SPEC = MethodSpec(
     claims=CLAIMS,
     hooks="reprolab.methods.rotation_fusion.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
-    metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b"),
+    metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b", *MATCH_METRICS),
     readme=Path(__file__).with_name("README.md"),
     assets=("images",),
     test_overrides={

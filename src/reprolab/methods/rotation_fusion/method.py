@@ -2,11 +2,14 @@
 
 One trained unit is one *pair* of endpoint ViTs (regime = task, pair index = seed and
 the unit parameter ``pair``), trained inside ``train_unit`` and saved as one state dict
-(``a.*``, ``b.*``). ``restore`` rebuilds the pair and computes its fusions (plain
-average, permutation matching, rotation matching, at every alpha of the sweep) plus a
-randomly rotated copy of ``a``: all deterministic functions of the two endpoints, held in
-one :class:`FusionBundle`. The quantize stage thus quantizes every endpoint and every
-fused transformer; the evaluation-only variants read their member of the bundle.
+(``a.*``, ``b.*``; and ``base.*`` for a fine-tune unit when
+``RotationFusionConfig.saves_base``). ``restore`` rebuilds the pair and computes its
+fusions (plain average, permutation matching, rotation matching, at every alpha of the
+sweep) plus a randomly rotated copy of ``a``: all deterministic functions of the two
+endpoints, held in one :class:`FusionBundle`, with the matching's diagnostics
+(``fusion.match_stats``) as a plain attribute, reported by the endpoints units. The
+quantize stage thus quantizes every endpoint and every fused transformer; the
+evaluation-only variants read their member of the bundle.
 """
 
 from __future__ import annotations
@@ -44,13 +47,32 @@ def task_name(regime: str, pair: int) -> str:
 
 
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    """One task per (regime, pair slot), the same arrays. With ``finetune_base_dataset``,
+    the fine-tune tasks also carry the base dataset's train and validation parts
+    (``x_base_train``, ``y_base_train``, ``x_base_val``, ``y_base_val``; its test part is
+    dropped), and ``info["finetune_base"]`` its sizes."""
     cfg = run.cfg
     tasks, info = datasets.image_tasks(
         run.asset("images"), [cfg.dataset], cfg.max_rows, cfg.split, cfg.data_seed
     )
     arrays = tasks[cfg.dataset]
-    names = [task_name(r, k) for r in cfg.regimes for k in range(cfg.pairs_per_seed)]
-    return {name: arrays for name in names}, info
+    out = {}
+    for regime in cfg.regimes:
+        regime_arrays = arrays
+        if regime == "finetune" and cfg.finetune_base_dataset is not None:
+            base, base_info = datasets.image_tasks(
+                run.asset("images"),
+                [cfg.finetune_base_dataset],
+                cfg.max_rows,
+                cfg.split,
+                cfg.data_seed,
+                parts=("base_train", "base_val", None),
+            )
+            regime_arrays = {**arrays, **base[cfg.finetune_base_dataset]}
+            info = {**info, "finetune_base": base_info}
+        for k in range(cfg.pairs_per_seed):
+            out[task_name(regime, k)] = regime_arrays
+    return out, info
 
 
 # ---------------------------------------------------------------- train
@@ -80,24 +102,31 @@ def build_net(cfg: RotationFusionConfig, side: int):
     return vit(side, cfg.patch, cfg.dim, cfg.depth, cfg.heads, 10, cfg.mlp_ratio)
 
 
-def finetune_subsets(y: np.ndarray, skew: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint row subsets A and B of the training part: a row of classes 0-4 goes to A
+def finetune_subsets(
+    y: np.ndarray, skew: float, seed: int, rows: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint row subsets A and B of the training part: with ``rows`` > 0, ``rows``
+    rows are first drawn at random without replacement (the official
+    ``get_random_subset``), else every row is used; then a row of classes 0-4 goes to A
     with probability ``skew`` (else B), a row of classes 5-9 to B with probability
-    ``skew``."""
+    ``skew``. A and B together are the ``rows`` drawn (sorted indices)."""
+    if rows > len(y):
+        raise ValueError(f"finetune_rows ({rows}) exceeds the {len(y)} training rows")
     rng = np.random.default_rng(seed)
-    low = y < 5
-    to_a = np.where(low, rng.random(len(y)) < skew, rng.random(len(y)) >= skew)
-    return np.flatnonzero(to_a), np.flatnonzero(~to_a)
+    pool = np.sort(rng.choice(len(y), rows, replace=False)) if rows else np.arange(len(y))
+    low = y[pool] < 5
+    to_a = np.where(low, rng.random(len(pool)) < skew, rng.random(len(pool)) >= skew)
+    return pool[np.flatnonzero(to_a)], pool[np.flatnonzero(~to_a)]
 
 
-def _fit(net, x, y, val, lr, epochs, seed, resume_dir, code, cfg, trainer):
+def _fit(net, x, y, val, lr, epochs, seed, resume_dir, code, batch_size, trainer):
     import torch
 
     from reprolab.core.training import ClassifierModule, fit_supervised
 
     torch.manual_seed(seed)
     module = ClassifierModule(net, lr, epochs)
-    fit_supervised(module, (x, y), val, cfg.batch_size, epochs, seed, resume_dir, trainer=trainer)
+    fit_supervised(module, (x, y), val, batch_size, epochs, seed, resume_dir, trainer=trainer)
     return [{"model": float(code), **h} for h in module.history]
 
 
@@ -128,28 +157,34 @@ def train_unit(
                 seed + i,
                 resume_dir / name,
                 MODEL_CODES[name],
-                cfg,
+                cfg.batch_size,
                 run.trainer,
             )
             progress(f"{name} trained")
     else:
+        if cfg.finetune_base_dataset is not None:  # "pretrained" on another dataset
+            x_base, y_base = datasets.part_tensors(data, "base_train")
+            val_base = datasets.part_tensors(data, "base_val")
+        else:
+            x_base, y_base, val_base = x_tr, y_tr, val
         torch.manual_seed(seed)
         base = build_net(cfg, side)
         history += _fit(
             base,
-            x_tr,
-            y_tr,
-            val,
+            x_base,
+            y_base,
+            val_base,
             cfg.lr,
             cfg.epochs,
             seed,
             resume_dir / "base",
             MODEL_CODES["base"],
-            cfg,
+            cfg.batch_size,
             run.trainer,
         )
         progress("base trained")
-        rows = finetune_subsets(y_tr.numpy(), cfg.finetune_skew, seed)
+        rows = finetune_subsets(y_tr.numpy(), cfg.finetune_skew, seed, cfg.finetune_rows)
+        batch = cfg.finetune_batch_size or cfg.batch_size
         nets = {}
         for i, (name, idx) in enumerate(zip(("a", "b"), rows, strict=True)):
             nets[name] = copy.deepcopy(base)
@@ -164,10 +199,12 @@ def train_unit(
                 seed + 1 + i,
                 resume_dir / name,
                 MODEL_CODES[name],
-                cfg,
+                batch,
                 run.trainer,
             )
             progress(f"fine-tune {name} trained")
+        if cfg.saves_base:  # measured against in restore (dist_a_base_rel, ...)
+            nets["base"] = base
     state = {
         f"{n}.{k}": v.detach().clone()
         for n, net in nets.items()
@@ -185,12 +222,18 @@ def _bundle_class():
 
     class FusionBundle(nn.Module):
         """Endpoints ``a``, ``b``, a randomly rotated ``a_rot`` and every fusion
-        ``<how>_<i>`` (alpha = ``alphas[i]``); forward runs them all (stacked logits)."""
+        ``<how>_<i>`` (alpha = ``alphas[i]``); forward runs them all (stacked logits).
+        ``stats``: the matching's diagnostics, measured on the fp32 endpoints; a plain
+        attribute, so it is not in the state dict (sizes and quantized files unchanged)
+        and a quantized copy keeps the fp32 values."""
 
-        def __init__(self, members: dict[str, nn.Module], alphas: list[float]) -> None:
+        def __init__(
+            self, members: dict[str, nn.Module], alphas: list[float], stats: dict[str, float]
+        ) -> None:
             super().__init__()
             self.members = nn.ModuleDict(members)
             self.alphas = list(alphas)
+            self.stats = dict(stats)
 
         def fused(self, how: str, alpha: float) -> nn.Module:
             return self.members[f"{how}_{self.alphas.index(alpha)}"]
@@ -205,11 +248,30 @@ def sweep_alphas(cfg: RotationFusionConfig) -> list[float]:
     return sorted({*cfg.alphas, cfg.alpha})
 
 
-def endpoints(cfg: RotationFusionConfig, data: dict, state: dict) -> dict:
+def endpoints(cfg: RotationFusionConfig, data: dict, state: dict, base: bool = False) -> dict:
+    """The saved models ``a`` and ``b`` (and ``base``, when asked and saved)."""
     from reprolab.core.training import restore_module
 
     side = image_side(data)
-    return {n: restore_module(build_net(cfg, side), state, prefix=f"{n}.") for n in ("a", "b")}
+    names = ["a", "b"]
+    if base and any(k.startswith("base.") for k in state):
+        names.append("base")
+    return {n: restore_module(build_net(cfg, side), state, prefix=f"{n}.") for n in names}
+
+
+def matching_stats(cfg: RotationFusionConfig, nets: dict) -> dict[str, float]:
+    """``fusion.match_stats`` of ``b`` matched to ``a`` (``MATCH_METRICS`` of the spec, and
+    ``resid_fixed_frac`` with ``resid_match``); with a saved base, how far each fine-tune
+    moved from it: ``dist_a_base_rel``, ``dist_b_base_rel`` (weight distance over the
+    base's weight norm; the fine-tunes share the base's basis, so no matching)."""
+    from reprolab.methods.rotation_fusion import fusion
+
+    stats = fusion.match_stats(nets["a"], nets["b"], resid=cfg.resid_match == "permutation")
+    if "base" in nets:
+        norm = fusion.weight_norm(nets["base"])
+        for n in ("a", "b"):
+            stats[f"dist_{n}_base_rel"] = fusion.weight_distance(nets[n], nets["base"]) / norm
+    return stats
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict):
@@ -218,16 +280,25 @@ def restore(run: Run, unit: Unit, data: dict, state: dict):
     from reprolab.methods.rotation_fusion import fusion
 
     cfg = run.cfg
-    nets = endpoints(cfg, data, state)
+    nets = endpoints(cfg, data, state, base=True)
+    stats = matching_stats(cfg, nets)
+    nets.pop("base", None)
     alphas = sweep_alphas(cfg)
     members = dict(nets)
     gen = torch.Generator().manual_seed(_pair_seed(unit) + 7)
     members["a_rot"] = fusion.random_symmetry(nets["a"], gen).eval()
+    # the residual permutation (if any) is shared by both matched fusions
+    b_resid = (
+        fusion.match_residual(nets["a"], nets["b"])
+        if cfg.resid_match == "permutation"
+        else nets["b"]
+    )
     for how in FUSION_VARIANTS:
-        aligned = fusion.align(nets["a"], nets["b"], *fusion.FUSIONS[how])
+        other = nets["b"] if how == "average" else b_resid
+        aligned = fusion.align(nets["a"], other, *fusion.FUSIONS[how])
         for i, alpha in enumerate(alphas):
             members[f"{how}_{i}"] = fusion.interpolate(nets["a"], aligned, alpha).eval()
-    return _bundle_class()(members, alphas).eval()
+    return _bundle_class()(members, alphas, stats).eval()
 
 
 # ---------------------------------------------------------------- evaluate
@@ -260,6 +331,7 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
             "test_acc_a": test["a"],
             "test_acc_b": test["b"],
             "invariance_err": err,
+            **model.stats,  # the matching, on the fp32 weights at every precision
         }
     out = {
         "test_acc": _accuracy(model.fused(unit.variant, cfg.alpha), x_te, y_te),
