@@ -103,9 +103,9 @@ AMEND ?=
 REPLAY ?=
 LEDGER_ONLY ?=
 paper: venv
-	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1]'; exit 2)
+	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1] [RESUME=<copy>]'; exit 2)
 	bash scripts/system_deps.sh --paper
-	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(LEDGER_ONLY),--ledger-only)
+	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
 data:

@@ -6,6 +6,7 @@ results into docs/results/ (see ``reprolab.paper`` for what a run does).
     make paper METHODS=ensloss SEEDS=100,101,102     # a held-out block, compared with the pool
     make paper METHODS=ensloss REPLAY=1              # one dvc repro with run.json's seeds
     make paper METHODS=ensloss AMEND="why" LEDGER_ONLY=1   # record an amendment, run nothing
+    make paper METHODS=ensloss RESUME=/tmp/reprolab-paper-xxxx   # go on with a killed run
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     parser.add_argument("--work", type=Path, help="where the copy is run (default: temp)")
+    parser.add_argument(
+        "--resume", type=Path, help="a killed run's copy: go on from the round it cut short"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     from reprolab import registry
@@ -48,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             replay=args.replay,
             out=args.out,
             work=args.work,
+            resume=args.resume,
         )
         if args.ledger_only:
             run.record_ledger(run.check_ledger())

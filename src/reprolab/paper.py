@@ -5,6 +5,7 @@ preregistration ledger before them, commit-ready results into docs/results/ afte
     make paper METHODS=ensloss AMEND="why"          # a claim or setting changed after results
     make paper METHODS=ensloss SEEDS=100,101,102    # a held-out block, compared with the pool
     make paper METHODS=ensloss REPLAY=1             # one dvc repro with run.json's seeds
+    make paper RESUME=/tmp/reprolab-paper-xxxx      # go on with a killed run in its copy
 
 What a run does:
 
@@ -27,6 +28,13 @@ What a run does:
    section as run: with it a plain ``dvc repro`` reproduces the last round). Nothing is
    written there unless the run succeeded; a method's results are replaced as a whole.
    Then the scoreboard ``docs/results/README.md`` is regenerated.
+
+A killed run loses nothing that was finished: before each round the copy records the
+run's state (``.paper/state.json``: the commit, the rounds so far, the next round's
+params), and ``--resume <copy>`` goes on from the round that was cut short. Its train
+stage keeps the units that round finished (``data/.partial``) and resumes the one that
+was training from its last epoch; their training time counts in the round's compute.
+``run.json`` lists the resumptions.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,6 +60,13 @@ from reprolab import evidence, ledger, registry
 from reprolab.ops import scratch
 
 Log = Callable[[str], None]
+
+#: a run's state in its copy, written before each round (what ``--resume`` reads)
+STATE = Path(".paper") / "state.json"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _print(msg: str) -> None:
@@ -121,6 +136,8 @@ class PaperRun:
     replay: bool = False
     out: Path | None = None
     work: Path | None = None
+    #: a killed run's copy to go on with (its ``.paper/state.json``)
+    resume: Path | None = None
     log: Log = _print
     max_rounds: int = 20
     #: called after each round with (round number, per-method MethodRounds)
@@ -133,6 +150,10 @@ class PaperRun:
             registry.check_slug(slug)
         if self.seeds is not None and self.replay:
             raise PaperError("--seeds (a held-out block) and --replay do not go together")
+        if self.resume is not None and (self.seeds is not None or self.replay or self.amend):
+            raise PaperError(
+                "--resume goes on with a run as it was started: no --seeds, --replay or --amend"
+            )
 
     # ------------------------------------------------------------------ params
     def _raw(self) -> dict:
@@ -207,6 +228,8 @@ class PaperRun:
 
     # ------------------------------------------------------------------ rounds
     def run(self) -> dict[str, MethodRounds]:
+        if self.resume is not None:
+            return self._resume()
         block = self.seeds is not None
         if not block and not self.replay:
             changes = self.check_ledger()
@@ -219,16 +242,68 @@ class PaperRun:
         commit = _git(self.root, "rev-parse", "HEAD")
         dirty = bool(_git(self.root, "status", "--porcelain", "--", ".", ":!docs/results"))
         scratch.copy_project(self.root, work, params)
+        what = "held-out block" if block else "replay" if self.replay else "sequential rounds"
+        self.log(f"{', '.join(self.methods)}: paper profile, {what}, in {work}")
+        state = {slug: MethodRounds(slug) for slug in self.methods}
+        run = {"commit": commit, "dirty": dirty, "wall": 0.0, "resumed": []}
+        return self._rounds(work, params, state, run, first=1)
+
+    def _resume(self) -> dict[str, MethodRounds]:
+        work = Path(self.resume)
+        path = work / STATE
+        if not path.is_file():
+            raise PaperError(f"--resume: {path} is missing (not a paper run's copy, or older)")
+        saved = json.loads(path.read_text())
+        if sorted(saved["methods"]) != sorted(self.methods):
+            raise PaperError(
+                f"--resume: {work} ran {', '.join(saved['methods'])}, not {', '.join(self.methods)}"
+            )
+        if saved.get("kind", "sequential") != "sequential":
+            raise PaperError(f"--resume: {work} holds a {saved['kind']}; run it again instead")
+        changed = _git(work, "status", "--porcelain", "--", "src", "dvc.yaml", "flows", "tasks")
+        if changed:
+            raise PaperError(f"--resume: the code in {work} changed since it ran:\n{changed}")
+        state = {slug: MethodRounds(**saved["state"][slug]) for slug in self.methods}
+        run = {k: saved[k] for k in ("commit", "dirty", "wall")}
+        run["resumed"] = [
+            *saved.get("resumed", []),
+            {"date": _now(), "round": saved["round"]},
+        ]
+        self.log(f"{', '.join(self.methods)}: resuming round {saved['round']} in {work}")
+        return self._rounds(work, saved["params"], state, run, first=saved["round"])
+
+    def _save(self, work: Path, params, state, run, number: int) -> None:
+        """What a resumed run needs to go on with round ``number``."""
+        path = work / STATE
+        path.parent.mkdir(exist_ok=True)
+        kind = "held-out block" if self.seeds is not None else "replay" if self.replay else ""
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "methods": self.methods,
+                    "kind": kind or "sequential",
+                    "round": number,
+                    "params": params,
+                    "state": {slug: asdict(st) for slug, st in state.items()},
+                    **run,
+                },
+                indent=1,
+            )
+        )
+        tmp.replace(path)
+
+    def _rounds(
+        self, work: Path, params: dict, state: dict[str, MethodRounds], run: dict, first: int
+    ) -> dict[str, MethodRounds]:
+        block = self.seeds is not None
         env = {
             **os.environ,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "PYTHONPATH": str(work / "src"),
         }
-        what = "held-out block" if block else "replay" if self.replay else "sequential rounds"
-        self.log(f"{', '.join(self.methods)}: paper profile, {what}, in {work}")
-        state = {slug: MethodRounds(slug) for slug in self.methods}
-        wall = 0.0
-        for number in range(1, self.max_rounds + 1):
+        for number in range(first, self.max_rounds + 1):
+            self._save(work, params, state, run, number)
             (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
             subprocess.run(
                 [sys.executable, "-m", "reprolab", "check"], cwd=work, env=env, check=True
@@ -237,11 +312,12 @@ class PaperRun:
             t0 = time.perf_counter()
             proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
             seconds = time.perf_counter() - t0
-            wall += seconds
+            run["wall"] += seconds
             if proc.returncode != 0:
                 raise PaperError(
                     f"dvc repro failed in round {number} after {seconds:.0f} s; nothing written "
-                    f"to {self.out} (copy: {work})"
+                    f'to {self.out} (go on with: make paper METHODS="{" ".join(self.methods)}" '
+                    f"RESUME={work})"
                 )
             grew = False
             for slug, st in state.items():
@@ -252,7 +328,7 @@ class PaperRun:
                 self.on_round(number, state)
             if not grew or block or self.replay:
                 break
-        self._collect(work, params, state, commit, dirty, wall)
+        self._collect(work, params, state, run)
         return state
 
     def _after_round(
@@ -333,9 +409,7 @@ class PaperRun:
         return True
 
     # ------------------------------------------------------------------ results
-    def _collect(
-        self, work: Path, params: dict, state: dict[str, MethodRounds], commit, dirty, wall
-    ) -> None:
+    def _collect(self, work: Path, params: dict, state: dict[str, MethodRounds], run: dict) -> None:
         from reprolab.core import io
         from reprolab.paths import MethodPaths
         from reprolab.stages import report
@@ -359,12 +433,13 @@ class PaperRun:
                 "stop": st.stop,
                 "compute_minutes": round(st.minutes, 1),
                 "params": params["methods"][slug],
-                "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                "commit": commit,
-                "dirty": dirty,
+                "date": _now(),
+                "commit": run["commit"],
+                "dirty": run["dirty"],
                 "machine": machine(),
-                "dvc_repro_seconds_all_methods": round(wall, 1),
+                "dvc_repro_seconds_all_methods": round(run["wall"], 1),
                 "methods_in_run": self.methods,
+                **({"resumed": run["resumed"]} if run.get("resumed") else {}),
             }
             tmp = dest.with_name(dest.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)

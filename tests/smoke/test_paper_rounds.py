@@ -114,3 +114,45 @@ def test_a_changed_definition_stops_the_run_before_any_compute(tmp_path):
     with pytest.raises(PaperError, match=rf"{METHOD}\.\w+: changed after results"):
         PaperRun(root, [METHOD], out=tmp_path / "out", work=work, log=lambda m: None).run()
     assert not work.exists()  # stopped before the copy, let alone any compute
+
+
+class Killed(Exception):
+    """Stands for the process being killed between rounds."""
+
+
+def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(paper_project, tmp_path):
+    from reprolab.paper import STATE, PaperError, PaperRun
+
+    root = paper_project
+    whole = tmp_path / "whole"
+    state = PaperRun(root, [METHOD], out=whole, log=lambda m: None).run()[METHOD]
+    assert len(state.rounds) >= 2, "the tiny setting must need more than one round"
+
+    def kill(number, _state):
+        if number == 1:
+            raise Killed
+
+    work, cut = tmp_path / "work", tmp_path / "cut"
+    with pytest.raises(Killed):
+        PaperRun(root, [METHOD], out=cut, work=work, on_round=kill, log=lambda m: None).run()
+    assert not cut.exists()  # nothing written before the run finished
+    saved = json.loads((work / STATE).read_text())
+    assert saved["round"] == 1 and saved["commit"]
+    with pytest.raises(PaperError, match="ran w2s_bregman, not"):
+        PaperRun(root, ["dp_noise"], out=cut, resume=work, log=lambda m: None).run()
+    lines: list[str] = []
+    PaperRun(root, [METHOD], out=cut, resume=work, log=lines.append).run()
+    assert any("resuming round 1" in line for line in lines)
+    a = json.loads((whole / METHOD / "run.json").read_text())
+    b = json.loads((cut / METHOD / "run.json").read_text())
+    assert [r["seeds"] for r in b["rounds"]] == [r["seeds"] for r in a["rounds"]]
+    assert [r["verdicts"] for r in b["rounds"]] == [r["verdicts"] for r in a["rounds"]]
+    assert b["params"] == a["params"] and b["commit"] == a["commit"]
+    assert [r["round"] for r in b["resumed"]] == [1] and "resumed" not in a
+    va = {(c["id"], c["precision"]): c["measured"].get("value") for c in _claims(whole)}
+    vb = {(c["id"], c["precision"]): c["measured"].get("value") for c in _claims(cut)}
+    assert va == vb
+
+
+def _claims(out: Path) -> list[dict]:
+    return json.loads((out / METHOD / "claims.json").read_text())
