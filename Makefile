@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # preload, the test tools, and the modules every `dvc repro` imports lazily.
 export WARM_IMPORTS := from reprolab.ops import worker; worker.preload(); import dvc.cli, dvc.repo, dvc.daemon, dvc.info, dulwich.porcelain, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
-.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper mlflow-server
+.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper probe mlflow-server
 
 venv: $(STAMP)
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
@@ -106,6 +106,12 @@ paper: venv
 	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1] [RESUME=<copy>]'; exit 2)
 	bash scripts/system_deps.sh --paper
 	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
+
+# A candidate paper-profile setting's training signals (no evaluate): before the ledger
+probe: venv
+	@test -n "$(METHOD)" -a -n "$(NAME)" || (echo 'usage: make probe METHOD=grokformer NAME=regime [SET="epochs=2000 patience=200"] [SEEDS=100]'; exit 2)
+	bash scripts/system_deps.sh --paper
+	$(BIN)/python scripts/probe.py $(METHOD) --name $(NAME) $(if $(SET),--set $(SET)) $(if $(SEEDS),--seeds $(SEEDS))
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
 data:

@@ -1,0 +1,259 @@
+"""Training-signal probes: how a candidate paper-profile setting trains, without its
+results.
+
+    make probe METHOD=grokformer SET="epochs=2000 patience=200" NAME=reference-regime
+
+A setting is chosen from the paper's regime and from training signals (loss,
+convergence, wall time), never from a test metric or a claim's outcome. A probe shows
+exactly those signals and nothing else: it copies the project (``reprolab.ops.scratch``)
+at ``profile: paper`` with the method's paper section plus the ``SET`` overrides, on
+probe seeds that no paper run uses (default 100), and runs ``dvc repro`` up to
+``train@<slug>`` only. Quantize and evaluate never run, so no test-set metric and no
+verdict exists to look at.
+
+From the trained checkpoints' histories it writes, per variant: the units, the epochs
+(or steps) run, how many stopped early, the last training loss and accuracy, the best
+validation loss and accuracy, the train-validation accuracy gap, and the seconds per
+unit. The record goes to ``docs/results/<slug>/probes/<name>.{json,md}``, to be cited
+in the method's README and committed with the ledger entry that fixes the setting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reprolab import registry
+from reprolab.ops import scratch
+
+#: history keys that count training length (the first one a history has)
+LENGTH_KEYS = ("stop_epoch", "epoch", "step")
+#: seeds no paper run uses: a probe's units are never a result's units
+DEFAULT_SEEDS = (100, 101)
+
+
+class ProbeError(ValueError):
+    """A probe asked for something it cannot run (the message says what)."""
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs, each value read as YAML (``epochs=2000``,
+    ``homophilies=[0.1,0.9]``, ``grok_init=reference``)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ProbeError(f"--set {item!r}: expected key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def probe_params(raw: dict, slug: str, overrides: dict, seeds: list[int]) -> dict:
+    """params.yaml cut to ``slug`` at the paper profile, its paper section with the
+    overrides, on ``seeds``; validated (a wrong key or value fails here, before any
+    compute)."""
+    from reprolab import config
+
+    params = scratch.cut_params(raw, [slug], list(seeds), "paper")
+    section = dict(params["methods"][slug] or {})
+    paper = dict(section.get("paper") or {})
+    paper.pop("evidence", None)  # a probe is one look at its own seeds
+    section["paper"] = {**paper, **overrides}
+    params["methods"][slug] = section
+    try:
+        config.validate(params)
+    except Exception as exc:  # the config layer's own message names the key
+        raise ProbeError(f"{slug}: the probe's setting is not valid: {exc}") from exc
+    return params
+
+
+def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
+    """The training signals of every trained unit: its task, variant and seed, the
+    epochs (or steps) run, whether it stopped early, the last training loss and accuracy,
+    the best validation loss and accuracy, the last train-validation accuracy gap and its
+    training seconds (the keys its history has)."""
+    import torch
+
+    from reprolab.contract import Unit
+    from reprolab.core import io
+
+    units = [Unit.from_json(u) for u in io.read_json(checkpoints / "units.json")["units"]]
+    train_json = runtime / "train.json"
+    times = io.read_json(train_json).get("units", {}) if train_json.is_file() else {}
+    out = []
+    for unit in units:
+        ckpt = torch.load(checkpoints / f"{unit.id}.pt", map_location="cpu", weights_only=False)
+        history = ckpt.get("history") or []
+        row: dict[str, Any] = {"unit": unit.id, "task": unit.task, "variant": unit.variant}
+        row["seed"] = unit.seed
+        seconds = (times.get(unit.id) or {}).get("train_seconds")
+        if seconds is not None:
+            row["train_seconds"] = float(seconds)
+        if history:
+            last = history[-1]
+            length = next((k for k in LENGTH_KEYS if k in last), None)
+            if length is not None:
+                row["length"] = float(last[length])
+            if "stopped_early" in last:
+                row["stopped_early"] = float(last["stopped_early"])
+            for key in ("train_loss", "train_acc"):
+                if key in last:
+                    row[f"last_{key}"] = float(last[key])
+            for key, best in (("val_loss", min), ("val_acc", max)):
+                values = [float(h[key]) for h in history if h.get(key) is not None]
+                if values:
+                    row[f"best_{key}"] = best(values)
+            if "train_acc" in last and "val_acc" in last:
+                row["gap_acc"] = float(last["train_acc"]) - float(last["val_acc"])
+        out.append(row)
+    return out
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per variant (in order of appearance): the units, and mean, min and max of each
+    signal over them."""
+    skip = {"unit", "task", "variant", "seed"}
+    by: dict[str, list[dict]] = {}
+    for row in rows:
+        by.setdefault(row["variant"], []).append(row)
+    out = []
+    for variant, group in by.items():
+        entry: dict[str, Any] = {"variant": variant, "units": len(group)}
+        keys = [k for k in dict.fromkeys(k for r in group for k in r) if k not in skip]
+        for key in keys:
+            values = [r[key] for r in group if key in r]
+            entry[key] = {"mean": statistics.fmean(values), "min": min(values), "max": max(values)}
+        out.append(entry)
+    return out
+
+
+def by_task(rows: list[dict[str, Any]], key: str = "best_val_acc") -> dict[str, dict[str, float]]:
+    """``key`` per task and variant, the mean over seeds (tasks with it only)."""
+    cells: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        if key in row:
+            cells.setdefault(row["task"], {}).setdefault(row["variant"], []).append(row[key])
+    return {t: {v: statistics.fmean(x) for v, x in vs.items()} for t, vs in cells.items()}
+
+
+COLUMNS = (
+    ("length", "epochs/steps run"),
+    ("stopped_early", "stopped early"),
+    ("last_train_loss", "last train loss"),
+    ("last_train_acc", "last train acc"),
+    ("best_val_loss", "best val loss"),
+    ("best_val_acc", "best val acc"),
+    ("gap_acc", "train - val acc (last)"),
+    ("train_seconds", "seconds per unit"),
+)
+
+
+def to_markdown(record: dict) -> str:
+    rows = record["variants"]
+    cols = [(k, t) for k, t in COLUMNS if any(k in r for r in rows)]
+    lines = [
+        f"# Probe `{record['name']}`: {record['method']}",
+        "",
+        f"Training signals only (no quantize, no evaluate, so no test metric and no "
+        f"verdict). Seeds {record['seeds']}; paper profile with "
+        f"`{json.dumps(record['overrides'])}`; {record['units']} units, "
+        f"`dvc repro` {record['dvc_repro_seconds']:.0f} s; {record['date']}, commit "
+        f"`{record['commit'][:10]}`{' (dirty)' if record['dirty'] else ''}, "
+        f"{record['machine'].get('cpu', {}).get('model', '?')}.",
+        "",
+        "Each cell: mean [min, max] over the variant's units.",
+        "",
+        "| variant | units | " + " | ".join(t for _, t in cols) + " |",
+        "|---|---:|" + "---:|" * len(cols),
+    ]
+    for r in rows:
+        cells = []
+        for key, _ in cols:
+            v = r.get(key)
+            cells.append("" if v is None else f"{v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]")
+        lines.append(f"| {r['variant']} | {r['units']} | " + " | ".join(cells) + " |")
+    table = record.get("best_val_acc_by_task") or {}
+    if len(table) > 1:
+        variants = list(dict.fromkeys(v for t in table.values() for v in t))
+        lines += [
+            "",
+            "Best validation accuracy per task (mean over the probe seeds):",
+            "",
+            "| task | " + " | ".join(variants) + " |",
+            "|---|" + "---:|" * len(variants),
+        ]
+        for task, cells in table.items():
+            shown = [f"{cells[v]:.3f}" if v in cells else "" for v in variants]
+            lines.append(f"| {task} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run_probe(
+    root: Path,
+    slug: str,
+    overrides: dict,
+    name: str,
+    seeds: list[int] | None = None,
+    out: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Probe ``slug`` at the paper profile with ``overrides`` (see the module doc);
+    returns the record it wrote."""
+    from reprolab.paper import _git, machine
+
+    registry.check_slug(slug)
+    seeds = list(seeds or DEFAULT_SEEDS)
+    if not name or any(c in name for c in "/\\ ") or name.startswith("."):
+        raise ProbeError(f"probe name {name!r}: one word (letters, digits, - and _)")
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    params = probe_params(raw, slug, overrides, seeds)
+    out = Path(out) if out else root / "docs" / "results" / slug / "probes"
+    work = Path(tempfile.mkdtemp(prefix=f"reprolab-probe-{slug}-"))
+    scratch.copy_project(root, work, params)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(work / "src"),
+    }
+    log(f"probe {name}: {slug} at the paper profile + {overrides}, seeds {seeds}, in {work}")
+    t0 = time.perf_counter()
+    proc = subprocess.run(["dvc", "repro", f"train@{slug}"], cwd=work, env=env)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise ProbeError(f"dvc repro train@{slug} failed after {seconds:.0f} s (copy: {work})")
+    units = unit_signals(work / "data" / "checkpoints" / slug, work / "data" / "runtime" / slug)
+    variants = summarise(units)
+    record = {
+        "method": slug,
+        "name": name,
+        "kind": "probe: training signals only",
+        "overrides": overrides,
+        "seeds": list(seeds),
+        "params": params["methods"][slug],
+        "units": sum(v["units"] for v in variants),
+        "variants": variants,
+        "best_val_acc_by_task": by_task(units),
+        "unit_signals": units,
+        "dvc_repro_seconds": round(seconds, 1),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _git(root, "rev-parse", "HEAD"),
+        "dirty": bool(_git(root, "status", "--porcelain", "--", ".", ":!docs/results")),
+        "machine": machine(),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / f"{name}.md").write_text(to_markdown(record))
+    log(to_markdown(record))
+    log(f"probe {name}: written to {out / name}.md")
+    return record
