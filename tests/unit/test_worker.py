@@ -226,6 +226,16 @@ def test_killing_the_client_ends_the_stage(running: Path) -> None:
     assert gone(pid, 10), "the stage outlived its killed client"
 
 
+def test_a_stage_killed_from_outside_runs_again_in_process(running: Path) -> None:
+    client = popen(running, "check", WORKER_TEST_SLEEP="60")
+    os.kill(stage_pid(running), signal.SIGKILL)  # kill -9 or the OOM killer, not the client
+    out, err = client.communicate(timeout=60)
+    assert client.returncode == 0, err
+    assert "was killed (SIGKILL)" in err and "again in-process" in err
+    assert "Traceback" not in err
+    assert out.startswith("params.yaml OK")  # the in-process run's own output
+
+
 def test_sigint_reaches_the_stage(running: Path) -> None:
     client = popen(running, "check", WORKER_TEST_SLEEP="60")
     stage_pid(running)

@@ -99,6 +99,8 @@ SOCKET_NAME = "worker.sock"
 PROTOCOL = 1
 TERM_GRACE_S = 5.0
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: signals a process cannot catch: a handler that died of one was killed from outside
+UNCATCHABLE = (signal.SIGKILL, signal.SIGSTOP)
 
 # Third-party modules imported once by the worker, measured on the smoke pipeline
 # (seconds to import on 2 cores, 2026-12): lightning 4.1 (with torch 2.7), mlflow 2.1 +
@@ -276,7 +278,8 @@ def _request(path: str, msg: dict, timeout: float = 5.0) -> dict | None:
 def delegate(argv: list[str]) -> int | None:
     """Run ``argv`` in the project's worker and return its exit code, or None when
     there is no usable worker (the caller then runs in-process). Only returns once the
-    stage has finished; a stage killed by a signal kills this process the same way."""
+    stage has finished; a stage killed by a forwarded signal kills this process the same
+    way, and one whose handler was killed from outside (SIGKILL) runs again in-process."""
     mode = os.environ.get(MODE_ENV, "on").strip().lower()
     if mode in ("off", "0", "no", "false"):
         return None
@@ -354,8 +357,9 @@ def _stdio_config() -> dict:
     return out
 
 
-def _wait(sock: socket.socket, pid: int) -> int:
-    """Relay signals to the stage and return its exit code once it is done."""
+def _wait(sock: socket.socket, pid: int) -> int | None:
+    """Relay signals to the stage and return its exit code once it is done; None when
+    its handler was killed from outside, so that the caller runs the stage itself."""
 
     def forward(signum, _frame):
         with contextlib.suppress(OSError):
@@ -368,8 +372,9 @@ def _wait(sock: socket.socket, pid: int) -> int:
                 msg, _ = _recv(sock)
             except (OSError, EOFError, ValueError) as exc:
                 print(
-                    f"reprolab: lost the connection to the worker (handler {pid}: {exc}); "
-                    "its exit status is unknown",
+                    f"reprolab: lost the connection to the stage worker (handler {pid}: "
+                    f"{exc}); the stage's exit status is unknown. Nothing it finished is "
+                    "lost: run `dvc repro` again, or set REPROLAB_WORKER=off",
                     file=sys.stderr,
                 )
                 return 1
@@ -381,6 +386,19 @@ def _wait(sock: socket.socket, pid: int) -> int:
         sock.close()
     if msg.get("signal"):
         sig = int(msg["signal"])
+        if sig in UNCATCHABLE:
+            # not a signal forwarded from here (those can be caught): the handler was
+            # killed from outside (kill -9, the OOM killer). The worker reaped it, so it
+            # is gone: the stage runs again here, keeping what it finished (its outputs
+            # are written whole, train keeps finished units in data/.partial)
+            print(
+                f"reprolab: the stage worker's handler {pid} was killed "
+                f"({signal.Signals(sig).name}) before the stage finished; running the stage "
+                "again in-process (REPROLAB_WORKER=off skips the worker)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return None
         sys.stdout.flush()
         sys.stderr.flush()
         signal.signal(sig, signal.SIG_DFL)
