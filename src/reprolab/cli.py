@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         help="on success, write the resolved config of every stage into this folder "
         "(the DVC stage `validate`, which every other stage depends on)",
     )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="print every method's resolved config"
+    )
     sub.add_parser("list", help="list registered methods")
     p = sub.add_parser("scoreboard", help="write docs/results/README.md from committed results")
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
@@ -43,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in ops.COMMANDS:
         return ops.run_command([args.command, *args.args])
+
+    import json
+
+    import yaml
 
     from reprolab import config, registry
     from reprolab.core.io import CorruptDataError
@@ -79,10 +86,22 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             project = config.load(root / "params.yaml")
             print(f"params.yaml OK: profile={project.profile} seeds={list(project.seeds)}")
-            for slug, cfg in project.methods.items():
-                print(f"  {slug}: {cfg.model_dump(mode='json')}")
-            for name, cfg in project.assets.items():
-                print(f"  asset {name}: {cfg.model_dump(mode='json')}")
+            raw = yaml.safe_load((root / "params.yaml").read_text()) or {}
+            for kind, items, section in (
+                ("", project.methods, raw.get("methods") or {}),
+                ("asset ", project.assets, raw.get("assets") or {}),
+            ):
+                for name, cfg in items.items():
+                    if args.verbose:
+                        print(f"  {kind}{name}: {cfg.model_dump(mode='json')}")
+                        continue
+                    mine = ((section.get(name) or {}).get(project.profile)) or {}
+                    shown = json.dumps(mine, separators=(", ", ": "))
+                    if len(shown) > 100:
+                        shown = shown[:97] + "..."
+                    print(f"  {kind}{name}: {project.profile} profile, params.yaml sets {shown}")
+            if project.methods and not args.verbose:
+                print("  (every resolved setting: python -m reprolab check -v)")
             idle = [s for s in registry.slugs() if s not in project.methods]
             if idle:
                 print(f"registered but not in params.yaml (not run): {', '.join(idle)}")

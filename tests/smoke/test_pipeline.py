@@ -78,6 +78,15 @@ def test_repro_produces_every_output(reproduced):
     page = (reproduced / "data" / "reports" / "claims.html").read_text()
     assert "'exact' marks a deterministic value" in html.unescape(page)
     assert "'exact' marks a deterministic value" in report
+    # the claim counts agree: summary.json counts claims.csv's rows, wall-time claims apart
+    summary = json.loads((reproduced / "data" / "reports" / "summary.json").read_text())
+    with open(reproduced / "data" / "reports" / "claims.csv") as fh:
+        rows = len(fh.read().strip().splitlines()) - 1
+    every = sum(
+        len(json.loads(p.read_text())) for p in (reproduced / "data").glob("*/*/claims.json")
+    )
+    assert summary["claims"] == rows
+    assert summary["claims"] + summary["claims_on_wall_time"] == every
 
 
 def test_repro_runs_a_method_that_is_not_quantized(reproduced):

@@ -72,3 +72,27 @@ def test_missing_manifest(tmp_path):
     (folder / io.MANIFEST).unlink()
     with pytest.raises(io.CorruptDataError, match="manifest.json is missing"):
         io.verify_folder(folder, "")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_atomic_writes_get_the_mode_a_plain_open_gives(tmp_path, mask):
+    import os
+    import stat
+
+    old = os.umask(mask)
+    try:
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")  # the reference: open() under this umask
+        plain_dir = tmp_path / "plain_dir"
+        plain_dir.mkdir()
+        io.write_text(tmp_path / "report.md", "x")
+        with io.atomic_dir(tmp_path / "folder") as tmp:
+            (tmp / "a").write_text("x")
+    finally:
+        os.umask(old)
+
+    def mode(p):
+        return stat.S_IMODE(p.stat().st_mode)
+
+    assert mode(tmp_path / "report.md") == mode(plain) == 0o666 & ~mask
+    assert mode(tmp_path / "folder") == mode(plain_dir) == 0o777 & ~mask

@@ -43,6 +43,19 @@ def md5(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _publish_mode(path: Path, directory: bool = False) -> None:
+    """The mode a plain ``open``/``mkdir`` would have given (0644/0755 under the usual
+    umask): ``mkstemp`` and ``mkdtemp`` create 0600/0700, which would make every report
+    and data file private to its writer."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path in the same folder; move it onto ``path`` on success."""
@@ -52,6 +65,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        _publish_mode(tmp_path)
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
@@ -104,6 +118,7 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        _publish_mode(tmp, directory=True)
         if path.exists():
             old = path.with_name(f".{path.name}.old-{os.getpid()}")
             os.replace(path, old)

@@ -8,6 +8,7 @@ never imports it before the backend is set."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,3 +186,105 @@ def grouped_bars(
             label=label,
         )
     ax.set_xticks(np.arange(len(ticks)) + width * (len(series) - 1) / 2, list(ticks))
+
+
+#: bar colour per verdict in :func:`claims_forest`
+VERDICT_COLOURS = {
+    "reproduced": "#1a7f37",
+    "not_reproduced": "#cf222e",
+    "inconclusive": "#9a6700",
+    "out_of_reach": "#6e7781",
+}
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+def paper_point(claim: Mapping[str, Any]) -> float | None:
+    """The paper's value on the claim's measured scale, where the claim's smallest effect
+    that matters is the paper's own (``effect_basis`` "paper: ..."): the bound moved by
+    the effect towards the claimed side. None for a declared margin or no sided bound."""
+    m = claim.get("measured") or {}
+    basis = str(claim.get("effect_basis") or "")
+    effect, bound, side = claim.get("effect"), m.get("bound"), m.get("claimed")
+    if not basis.startswith("paper") or not _finite(effect) or not _finite(bound):
+        return None
+    if side in (">", ">="):
+        return float(bound) + float(effect)
+    if side in ("<", "<="):
+        return float(bound) - float(effect)
+    return None
+
+
+def claims_forest(claims: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> Path | None:
+    """One panel per claim (its own scale: claims measure different things), a row per
+    precision: the measured interval as a bar coloured by its verdict, the value as a
+    dot, the bound as a dashed line, the paper's value (:func:`paper_point`) as a black
+    diamond. Claims without a value (out of reach, not tested) are listed by name.
+    Returns ``path``, or None when no claim has a value."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    by_claim: dict[str, list[Mapping[str, Any]]] = {}
+    for c in claims:
+        by_claim.setdefault(str(c["id"]), []).append(c)
+    shown = {
+        cid: rows
+        for cid, rows in by_claim.items()
+        if any(_finite((r.get("measured") or {}).get("value")) for r in rows)
+    }
+    if not shown:
+        return None
+    heights = [0.45 + 0.28 * len(rows) for rows in shown.values()]
+    top, bottom = (0.35 if title else 0.1), 0.35  # inches: the title, the legend
+    total = sum(heights) + top + bottom
+    fig, axes = plt.subplots(
+        len(shown),
+        1,
+        figsize=(7.5, total),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
+    for ax, (cid, rows) in zip(axes[:, 0], shown.items(), strict=True):
+        labels = []
+        for y, c in enumerate(reversed(rows)):
+            m = c.get("measured") or {}
+            colour = VERDICT_COLOURS.get(str(c.get("verdict")), "#6e7781")
+            value, low, high = m.get("value"), m.get("ci_low"), m.get("ci_high")
+            if _finite(low) and _finite(high):
+                ax.plot([low, high], [y, y], color=colour, lw=5, solid_capstyle="butt", alpha=0.8)
+            if _finite(value):
+                ax.plot([value], [y], "o", color="white", mec=colour, mew=1.5, ms=5)
+            paper = paper_point(c)
+            if paper is not None:
+                ax.plot([paper], [y], "D", color="black", ms=5)
+            labels.append(f"{c.get('precision')}  n={m.get('n', '?')}")
+        bounds = set()
+        for c in rows:
+            b = (c.get("measured") or {}).get("bound")
+            bounds.update(x for x in (b if isinstance(b, list | tuple) else [b]) if _finite(x))
+        for b in bounds:
+            ax.axvline(float(b), color="#444", ls="--", lw=1)
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        star = "  (central)" if any(c.get("central") for c in rows) else ""
+        side = next((c["measured"].get("claimed") for c in rows if c.get("measured")), None)
+        claim_side = f"  claimed {side} bound" if side else ""
+        ax.set_title(f"{cid}{star}{claim_side}", fontsize=8, loc="left")
+        ax.tick_params(axis="x", labelsize=7)
+        ax.margins(x=0.08)
+    legend = [
+        Patch(color=colour, label=verdict.replace("_", " "))
+        for verdict, colour in VERDICT_COLOURS.items()
+    ] + [
+        Line2D([], [], color="#444", ls="--", label="bound"),
+        Line2D([], [], marker="D", color="black", ls="", label="paper's value"),
+    ]
+    fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=9, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, bottom / total, 1, 1 - top / total * 0.6))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
