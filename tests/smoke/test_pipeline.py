@@ -112,17 +112,20 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
     shown = json.loads(run(["dvc", "metrics", "show", "--json"], reproduced).stdout)
     files = next(iter(shown.values()))["data"]
     head = files["data/eval/ensloss/headline.json"]["data"]
-    # one row per method, a few columns: verdict counts and the headline metric
+    # one row per method, the same named columns: verdict counts and the central claim
     assert set(head) == {
         "reproduced",
         "not_reproduced",
         "inconclusive",
         "out_of_reach",
-        "headline",
+        "central_claim",
+        "central_verdict",
+        "central_value",
     }
-    summary = json.loads((reproduced / "data/eval/ensloss/metrics.json").read_text())
-    assert head["headline"] == summary["variants"]["ensloss"]["fp32"]["test_acc"]
-    assert summary["headline_metric"] == "test_acc"
+    claims = json.loads((reproduced / "data/eval/ensloss/claims.json").read_text())
+    central = next(c for c in claims if c["central"] and c["headline"])
+    assert (head["central_claim"], head["central_verdict"]) == (central["id"], central["verdict"])
+    assert head["central_value"] == central["measured"]["value"]
 
 
 def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):

@@ -3,7 +3,8 @@
 Outputs in data/eval/<slug>/ (DVC-versioned; identical when nothing changed):
 - metrics.csv   long table: task, variant, seed, <unit parameters>, precision, metric,
                 value (wall-clock measurements excluded, see below)
-- headline.json what `dvc metrics show` prints: headline verdict counts, the headline metric
+- headline.json what `dvc metrics show` prints: headline verdict counts, the central claim's
+                id, verdict and measured value
 - metrics.json  summary: per variant and precision, mean metrics;
                 size, coverage and layer error per precision; verdict counts
 - claims.json   one entry per claim and precision: paper's number, measured value with
@@ -17,6 +18,7 @@ and runtime_metrics.csv (not versioned) and in MLflow, where the report reads th
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -78,7 +80,7 @@ def run(slug: str, root: Path) -> dict:
             table.to_csv(tmp, index=False)
         io.write_json(out / "claims.json", claims)
         io.write_json(out / "metrics.json", summary)
-        io.write_json(out / "headline.json", headline(ctx.spec, summary))
+        io.write_json(out / "headline.json", headline(claims, summary))
         with io.atomic_dir(out / "plots") as tmp:
             figures = hooks.plots(ctx.run, table, tmp, trained) if hasattr(hooks, "plots") else []
         log(f"evaluate@{slug}: {len(figures)} plots, {len(results)} claim results")
@@ -367,17 +369,19 @@ def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> 
     }
 
 
-def headline(spec, summary: dict) -> dict:
-    """What `dvc metrics show` prints for the method (one row per method, the same few
-    columns for every method, so it fits a screen and diffs between experiments): the
-    headline verdict counts (see report.summarize) and the method variant's first headline metric at fp32 (named
-    in metrics.json's ``headline_metric``; every other number lives in metrics.json)."""
+def headline(claims: list[dict], summary: dict) -> dict:
+    """What `dvc metrics show` prints for the method: one row per method with the same
+    named columns for every method, so it fits a screen and diffs between experiments:
+    the headline verdict counts (see report.summarize) and the central claim, its
+    headline verdict and measured value (every other number lives in metrics.json)."""
     out: dict = dict(summary["claim_counts"])
-    method = next((v.name for v in spec.variants if v.is_method), None)
-    metric = spec.metrics[0] if spec.metrics else None
-    value = summary["variants"].get(method, {}).get("fp32", {}).get(metric) if metric else None
-    if value is not None:
-        out["headline"] = value
+    central = next((c for c in claims if c.get("central") and c.get("headline")), None)
+    if central is not None:
+        value = central["measured"].get("value")
+        out["central_claim"] = central["id"]
+        out["central_verdict"] = central["verdict"]
+        if isinstance(value, int | float) and math.isfinite(value):
+            out["central_value"] = value
     return out
 
 
