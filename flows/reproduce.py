@@ -24,6 +24,7 @@ without a server (ephemeral Prefect) or against one (``flows/serve.py``).
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -34,7 +35,7 @@ from reprolab.core import tracking
 from reprolab.ops import dvcstate
 from reprolab.ops import executor as unit_executor
 from reprolab.paths import project_root
-from tasks.stages import environ, publish_claims, stage_task
+from tasks.stages import environ, outcome, publish_claims, publish_method_claims, stage_task
 
 _environ = environ  # (flows.reverify sets the MLflow store for the stages with it)
 
@@ -63,7 +64,34 @@ def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker
     return tracker, parent
 
 
-@flow(name="reproduce-method", flow_run_name="reproduce-{slug}")
+def _profile(root: str | None) -> str:
+    """The profile params.yaml sets (for run names; "?" when it cannot be read)."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load((_root(root) / "params.yaml").read_text())
+        return str(raw.get("profile", "?"))
+    except Exception:
+        return "?"
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _method_run_name() -> str:
+    params = flow_run.parameters
+    return f"{params['slug']} ({_profile(params.get('root'))}) {_stamp()}"
+
+
+def _all_run_name() -> str:
+    params = flow_run.parameters
+    methods = params.get("methods")
+    what = ", ".join(methods) if methods and len(methods) <= 3 else "all methods"
+    return f"{what} ({_profile(params.get('root'))}) {_stamp()}"
+
+
+@flow(name="reproduce-method", flow_run_name=_method_run_name)
 def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
     project = _root(root)
     registry.check_slug(slug)
@@ -78,14 +106,15 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
     try:
         # The stages' MLflow runs become children of this chain run (tracking.Tracker).
         with _environ(**{tracking.PARENT_ENV: parent, tracking.FLOW_RUN_ENV: run_id}):
-            results = [stage_task(name, str(project)) for name in stages]
+            results = [outcome(name, stage_task(name, str(project))) for name in stages]
+        publish_method_claims(slug, str(project))
         ok = True
         return results
     finally:
         tracker.client.set_terminated(parent, "FINISHED" if ok else "FAILED")
 
 
-@flow(name="reproduce-methods", flow_run_name="reproduce-methods-concurrently")
+@flow(name="reproduce-methods", flow_run_name="concurrently: {methods}")
 def reproduce_methods(methods: list[str], root: str) -> dict[str, list[dict]]:
     """The methods' chains concurrently, on the task runner this flow is given
     (``reproduce_all`` gives it a ``DaskTaskRunner``): the setup stages (validate, the
@@ -102,7 +131,7 @@ def reproduce_methods(methods: list[str], root: str) -> dict[str, list[dict]]:
         tracking.FLOW_RUN_ENV: str(flow_run.id),
     }
     with _environ(**{tracking.FLOW_RUN_ENV: env[tracking.FLOW_RUN_ENV]}):
-        done = [stage_task(name, root) for name in setup]
+        done = [outcome(name, stage_task(name, root)) for name in setup]
     chains: dict[str, tuple[tracking.Tracker, str, list]] = {}
     for slug in methods:
         stages = [n for n in dvcstate.chain(project, slug) if n not in setup]
@@ -120,8 +149,11 @@ def reproduce_methods(methods: list[str], root: str) -> dict[str, list[dict]]:
     results: dict[str, list[dict]] = {"": done}
     failed: dict[str, Exception] = {}
     for slug, (tracker, parent, futures) in chains.items():
+        stages = [n for n in dvcstate.chain(project, slug) if n not in setup]
         try:
-            results[slug] = [future.result() for future in futures]
+            results[slug] = [
+                outcome(n, future.result()) for n, future in zip(stages, futures, strict=True)
+            ]
         except Exception as exc:  # the first failed stage of this chain
             failed[slug] = exc
         tracker.client.set_terminated(parent, "FAILED" if slug in failed else "FINISHED")
@@ -147,7 +179,7 @@ def task_runner(choice: str, methods: int):
     )
 
 
-@flow(name="reproduce-all")
+@flow(name="reproduce-all", flow_run_name=_all_run_name)
 def reproduce_all(
     methods: list[str] | None = None, root: str | None = None, executor: str | None = None
 ) -> dict:
@@ -166,7 +198,7 @@ def reproduce_all(
         concurrent = reproduce_methods.with_options(task_runner=task_runner(choice, len(chosen)))
         chains = concurrent(chosen, str(project))
     with _environ(**{tracking.FLOW_RUN_ENV: run_id}):
-        shared = [stage_task(name, str(project)) for name in dvcstate.shared(project)]
+        shared = [outcome(n, stage_task(n, str(project))) for n in dvcstate.shared(project)]
     published = publish_claims(str(project))
     return {
         "flow_run_id": run_id,

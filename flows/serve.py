@@ -6,7 +6,7 @@
 Two deployments, each on a cron schedule and runnable by hand
 (``prefect deployment run <name>``), one run at a time:
 
-- ``reproduce-all/nightly`` (``REPROLAB_NIGHTLY_CRON``, default 03:00 UTC) brings the
+- ``reproduce-all/nightly`` (``REPROLAB_NIGHTLY_CRON``, default 03:00, in ``REPROLAB_SCHEDULE_TZ``, default UTC) brings the
   project this is served from up to date (``dvc repro`` as Prefect tasks) and republishes
   the claims report; its ``executor`` parameter (default: ``REPROLAB_EXECUTOR`` of the
   serving process, else ``local``) runs methods one after another (``local``) or
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from prefect import serve
+from prefect.schedules import Cron
 
 from flows.reproduce import reproduce_all
 from flows.reverify import reverify
@@ -29,6 +30,12 @@ from reprolab.paths import project_root
 
 DEFAULT_CRON = "0 3 * * *"
 DEFAULT_REVERIFY_CRON = "0 4 * * *"
+#: the schedules' timezone (an IANA name), shown with each schedule in the UI
+DEFAULT_TIMEZONE = "UTC"
+
+
+def schedule_timezone() -> str:
+    return os.environ.get("REPROLAB_SCHEDULE_TZ") or DEFAULT_TIMEZONE
 
 
 def nightly_cron() -> str:
@@ -42,10 +49,11 @@ def reverify_cron() -> str:
 def nightly_deployment(root: str | None = None):
     return reproduce_all.to_deployment(
         name="nightly",
-        cron=nightly_cron(),
+        schedule=Cron(nightly_cron(), timezone=schedule_timezone()),
         parameters={"root": str(root or project_root())},
         description=(
-            "Re-run the whole reprolab pipeline and republish the claims report; "
+            f"Re-run the whole reprolab pipeline and republish the claims report "
+            f"({nightly_cron()}, {schedule_timezone()}); "
             "executor: local (methods one after another), dask or tcp://scheduler:8786 "
             "(methods concurrently on Dask)"
         ),
@@ -56,9 +64,12 @@ def nightly_deployment(root: str | None = None):
 def reverify_deployment(root: str | None = None, profile: str = "smoke"):
     return reverify.to_deployment(
         name="nightly",
-        cron=reverify_cron(),
+        schedule=Cron(reverify_cron(), timezone=schedule_timezone()),
         parameters={"root": str(root or project_root()), "profile": profile},
-        description="Rerun the pipeline in a scratch copy; fail when a verdict changed",
+        description=(
+            f"Rerun the pipeline in a scratch copy; fail when a verdict changed "
+            f"({reverify_cron()}, {schedule_timezone()})"
+        ),
         tags=["reprolab", "nightly", "reverify"],
     )
 

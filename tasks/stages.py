@@ -27,21 +27,25 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed, State
 
 from reprolab.ops import dvcstate
 from reprolab.paths import reports_dir
 from reprolab.stages import run_stage
 
+#: the Prefect table artifact's columns: the answer first, the paper's long text last
 CLAIM_COLUMNS = [
     "method",
     "claim",
     "precision",
-    "paper",
+    "verdict",
     "measured",
     "interval",
-    "verdict",
+    "paper",
     "profile",
 ]
+#: a cell of the compact markdown artifact is cut to this many characters
+CELL_CHARS = 70
 
 
 @contextmanager
@@ -77,21 +81,106 @@ def _stage(name: str, root: str) -> dict:
     logger = get_run_logger()
     project = Path(root)
     changes = dvcstate.status(project, name)
+    stage, slug = dvcstate.split_name(name)
     if not changes:
         logger.info("%s is up to date in DVC: skipped", name)
-        return {"stage": name, "skipped": True}
+        _log_verdicts(logger, project, stage, slug)
+        # a state of its own in the UI (not "Completed"); the flow reads it with outcome()
+        return Completed(name="Skipped", message=f"{name} is up to date in DVC")
     logger.info("running %s (%s)", name, dvcstate.describe(changes))
-    stage, slug = dvcstate.split_name(name)
     started = time.perf_counter()
     run_stage(stage, slug, project)
     seconds = round(time.perf_counter() - started, 2)
     dvcstate.commit(project, name)
     logger.info("%s done in %.1f s and committed to dvc.lock", name, seconds)
+    _log_verdicts(logger, project, stage, slug)
     return {"stage": name, "skipped": False, "seconds": seconds}
+
+
+def outcome(name: str, value) -> dict:
+    """A stage task's result as a dict: what it returned when it ran, and
+    ``{"stage": name, "skipped": True}`` for a skipped stage (whose task ends in the
+    ``Skipped`` state: a direct call returns that state, a future's result None)."""
+    if value is None or isinstance(value, State):
+        return {"stage": name, "skipped": True}
+    return value
+
+
+def _log_verdicts(logger, project: Path, stage: str, slug: str | None) -> None:
+    """An evaluate stage's headline verdicts, one line each, into the task's log."""
+    if stage != "evaluate" or not slug:
+        return
+    for line in verdict_lines(_claims(project, slug)):
+        logger.info("%s", line)
+
+
+def _claims(project: Path, slug: str) -> list[dict]:
+    from reprolab.core import io
+    from reprolab.paths import MethodPaths
+
+    paths = MethodPaths(project, slug)
+    claims = []
+    for path in (paths.eval / "claims.json", paths.runtime / "claims.json"):
+        if path.is_file():
+            claims += io.read_json(path)
+    return claims
+
+
+def _cut(text: str, n: int = CELL_CHARS) -> str:
+    text = " ".join(str(text).split()).replace("|", "/")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _measured(m: dict) -> str:
+    from reprolab.stages.report import format_interval, format_value
+
+    return f"{format_value(m.get('value'))} {format_interval(m)}"
+
+
+def verdict_lines(claims: list[dict]) -> list[str]:
+    """``<claim> [<precision>]: <VERDICT>, measured <value> [<interval>] (paper: ...)``
+    for each headline claim, the central one marked."""
+    out = []
+    for c in claims:
+        if not c.get("headline", c.get("precision") == "fp32"):
+            continue
+        star = " (central)" if c.get("central") else ""
+        out.append(
+            f"{c['id']}{star} [{c['precision']}]: {c['verdict'].replace('_', ' ').upper()}, "
+            f"measured {_measured(c['measured'])} (paper: {_cut(c.get('paper_value', ''))})"
+        )
+    return out
+
+
+def compact_markdown(by_method: dict[str, list[dict]], report: str) -> str:
+    """The artifact a user reads first: per method, one row per claim and precision with
+    the verdict, then measured and paper (cut to :data:`CELL_CHARS`); figures and long
+    texts are in the full report (its path given)."""
+    lines = [
+        "# reprolab claims: verdict, measured, paper",
+        "",
+        f"Full report (figures, the paper's setting, the evidence rules): `{report}`",
+    ]
+    for slug, claims in by_method.items():
+        lines += [
+            "",
+            f"## {slug}",
+            "",
+            "| claim | precision | verdict | measured [interval] | paper |",
+            "|---|---|---|---|---|",
+        ]
+        for c in claims:
+            star = " **(central)**" if c.get("central") else ""
+            lines.append(
+                f"| {c['id']}{star} | {c['precision']} | **{c['verdict'].replace('_', ' ')}** "
+                f"| {_measured(c['measured'])} | {_cut(c.get('paper_value', ''))} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 @task(
     name="publish-claims",
+    task_run_name="publish-claims",
     retries=2,
     retry_delay_seconds=2,
     cache_policy=NO_CACHE,
@@ -101,11 +190,17 @@ def publish_claims(root: str) -> dict:
     """Publish the claims table (written by the report stage) as Prefect artifacts."""
     import pandas as pd
 
-    folder = reports_dir(Path(root))
+    from reprolab import config
+
+    project = Path(root)
+    folder = reports_dir(project)
+    slugs = config.load(project / "params.yaml").slugs
     markdown_id = create_markdown_artifact(
-        markdown=(folder / "claims.md").read_text(),
+        markdown=compact_markdown(
+            {s: _claims(project, s) for s in slugs}, str(folder / "claims.html")
+        ),
         key="claims-report",
-        description="reprolab claims: paper vs measured",
+        description="reprolab claims: verdict, measured, paper",
     )
     table = pd.read_csv(folder / "claims.csv", dtype=str, keep_default_na=False)
     table_id = create_table_artifact(
@@ -118,3 +213,24 @@ def publish_claims(root: str) -> dict:
         "table_artifact": str(table_id),
         "rows": len(table),
     }
+
+
+@task(
+    name="publish-method-claims",
+    task_run_name="publish-claims-{slug}",
+    retries=2,
+    retry_delay_seconds=2,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def publish_method_claims(slug: str, root: str) -> str:
+    """One method's verdicts as a compact markdown artifact (``claims-<slug>``), from its
+    evaluate stage's claims (no report stage needed)."""
+    project = Path(root)
+    report = reports_dir(project) / "claims.html"
+    artifact = create_markdown_artifact(
+        markdown=compact_markdown({slug: _claims(project, slug)}, str(report)),
+        key=f"claims-{slug.replace('_', '-')}",
+        description=f"{slug}: verdict, measured, paper",
+    )
+    return str(artifact)

@@ -61,9 +61,11 @@ print("RESULT " + json.dumps({
         for f in flows
     ],
     "task_runs": [
-        {"name": t.name, "flow_run_id": str(t.flow_run_id), "state": t.state.type.value}
+        {"name": t.name, "flow_run_id": str(t.flow_run_id), "state": t.state.type.value,
+         "state_name": t.state.name}
         for t in tasks
     ],
+    "verdict_logs": [l.message for l in client.read_logs() if "[fp32]: " in l.message],
 }))
 """
 
@@ -148,9 +150,20 @@ def test_ephemeral_flow_runs_every_stage_and_leaves_dvc_up_to_date(project: Path
     task_runs = {t["name"]: t for t in out["task_runs"]}
     for name in ALL_STAGES:
         assert task_runs.get(name, {}).get("state") == "COMPLETED", out["task_runs"]
-    assert any(n.startswith("publish-claims") for n in task_runs), out["task_runs"]
+    assert {"publish-claims", "publish-claims-ensloss"} <= set(task_runs), out["task_runs"]
     top = result["flow_run_id"]
-    method_run = next(f for f in out["flow_runs"] if f["name"] == "reproduce-ensloss")
+    # runs are named after what they run: the method, the profile, the date
+    method_run = next(f for f in out["flow_runs"] if f["name"].startswith("ensloss (smoke) "))
+    assert next(f for f in out["flow_runs"] if f["id"] == top)["name"].startswith(
+        "ensloss (smoke) "
+    )
+    # the evaluate task's log holds a verdict line per headline claim
+    claims = json.loads((project / "data" / "eval" / "ensloss" / "claims.json").read_text())
+    for c in claims:
+        if c["headline"]:
+            line = f"{c['id']}{' (central)' if c['central'] else ''} [fp32]: "
+            expect = line + c["verdict"].replace("_", " ").upper()
+            assert any(m.startswith(expect) for m in out["verdict_logs"]), (expect, out)
     assert {task_runs[n]["flow_run_id"] for n in CHAIN} == {method_run["id"]}
     assert task_runs["report"]["flow_run_id"] == top
     assert result["artifacts"]["rows"] > 0
@@ -197,8 +210,9 @@ def test_ephemeral_flow_after_dvc_repro_recomputes_nothing(reproduced: Path, tmp
     stages = out["result"]["stages"]
     assert [s["stage"] for s in stages] == ALL_STAGES
     assert all(s["skipped"] for s in stages), stages
-    task_runs = {t["name"]: t["state"] for t in out["task_runs"]}
-    assert all(task_runs.get(n) == "COMPLETED" for n in ALL_STAGES), task_runs
+    task_runs = {t["name"]: (t["state"], t["state_name"]) for t in out["task_runs"]}
+    # a skipped stage says so in the UI: a Completed state named Skipped
+    assert all(task_runs.get(n) == ("COMPLETED", "Skipped") for n in ALL_STAGES), task_runs
     assert (root / "dvc.lock").read_bytes() == lock
     assert {p: p.stat().st_mtime_ns for p in outputs} == mtimes
     runs = mlflow_runs(root)
@@ -328,6 +342,7 @@ def test_served_deployment_runs_in_the_copy_and_publishes_claims(project: Path, 
             dep = wait_for(deployment, 90, "deployment reproduce-all/nightly", logs, procs)
             assert [s.schedule.cron for s in dep.schedules] == [cron]
             assert dep.schedules[0].active
+            assert dep.schedules[0].schedule.timezone == "UTC"
             assert dep.parameters == {"root": str(project.resolve())}  # served from the copy
 
             params = json.dumps({"methods": ["ensloss"], "root": str(project)})
@@ -356,7 +371,9 @@ def test_served_deployment_runs_in_the_copy_and_publishes_claims(project: Path, 
             kinds = {a.key: a.type for a in artifacts}
             assert kinds == {"claims-report": "markdown", "claims-table": "table"}, kinds
             by_key = {a.key: a for a in artifacts}
-            assert "# Claims: paper vs measured" in by_key["claims-report"].data
+            compact = by_key["claims-report"].data
+            assert "| claim | precision | verdict | measured [interval] | paper |" in compact
+            assert "## ensloss" in compact and "claims.html" in compact
             rows = by_key["claims-table"].data
             rows = json.loads(rows) if isinstance(rows, str) else rows
             assert rows and {"method", "claim", "verdict"} <= set(rows[0])

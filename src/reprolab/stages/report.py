@@ -403,6 +403,10 @@ def _interval(m: dict) -> str:
     return f"[{low}, {high}]"
 
 
+#: a measured value and its interval as the report prints them (the Prefect artifacts too)
+format_value, format_interval = _fmt, _interval
+
+
 def write_views(root: Path, slugs: list[str], out: Path) -> None:
     """claims.md and claims.html for ``slugs`` of the project at ``root`` into ``out``,
     without run links (for results kept outside the project, e.g. docs/results by
