@@ -61,6 +61,15 @@ def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker
             "prefect.root_flow_run_id": str(flow_run.root_flow_run_id or run_id),
         },
     ).info.run_id
+    cfg = config.load(project / "params.yaml")
+    tracker.log_params(  # the setting, so chains of different settings can be compared
+        parent,
+        {
+            "profile": cfg.profile,
+            "seeds": list(cfg.seeds),
+            "method": cfg.method(slug).model_dump(mode="json"),
+        },
+    )
     return tracker, parent
 
 
@@ -102,7 +111,7 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
 
     tracker, parent = _chain_run(project, slug, cfg.profile)
     run_id = str(flow_run.id)
-    ok = False
+    ok, results = False, []
     try:
         # The stages' MLflow runs become children of this chain run (tracking.Tracker).
         with _environ(**{tracking.PARENT_ENV: parent, tracking.FLOW_RUN_ENV: run_id}):
@@ -111,7 +120,10 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
         ok = True
         return results
     finally:
-        tracker.client.set_terminated(parent, "FINISHED" if ok else "FAILED")
+        if ok and all(r.get("skipped") for r in results):
+            tracker.client.delete_run(parent)  # nothing ran: no empty chain in MLflow
+        else:
+            tracker.client.set_terminated(parent, "FINISHED" if ok else "FAILED")
 
 
 @flow(name="reproduce-methods", flow_run_name="concurrently: {methods}")

@@ -49,3 +49,42 @@ def test_shared_view_state_names_mlflow_columns():
     assert state["selectedColumns"] == ["tags.`verdict.vs_bce.fp32`", "metrics.`a.b`"]
     url = runs_view_url("7")
     assert url.startswith("#/experiments/7/runs?") and f"viewStateShareKey={VIEW_KEY}" in url
+
+
+def _files(folder):
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+
+
+def test_a_copied_project_writes_its_artifacts_into_itself(tmp_path, monkeypatch):
+    """MLflow records artifact locations absolute: a project copied with its SQLite store
+    would write its runs' artifacts into the original. The tracker follows the copy."""
+    import shutil
+
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    original.mkdir()
+    from tests.conftest import ROOT
+
+    shutil.copy(ROOT / "mlflow.env", original / "mlflow.env")
+    note = tmp_path / "note.txt"
+    note.write_text("x")
+
+    def log_one(root):
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+        tracker = tracking.open_tracker(root, "exp", "stage", "smoke")
+        tracker.start({"a": 1}, chain=False)
+        tracker.log_artifact(tracker.run_id, note)
+        tracker.finish(True)
+        return tracker
+
+    log_one(original)
+    before = _files(original / ".mlflow" / "artifacts")
+    assert len(before) == 1
+    shutil.copytree(original, copy)
+    tracker = log_one(copy)
+    # nothing new in the original; the copy's artifacts folder has its own run's file
+    assert _files(original / ".mlflow" / "artifacts") == before
+    assert len(_files(copy / ".mlflow" / "artifacts")) == 2
+    exp = tracker.client.get_experiment(tracker.experiment_id)
+    assert exp.artifact_location.startswith((copy / ".mlflow" / "artifacts").as_uri())
+    for run in tracker.client.search_runs([tracker.experiment_id]):
+        assert run.info.artifact_uri.startswith((copy / ".mlflow" / "artifacts").as_uri())

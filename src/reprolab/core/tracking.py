@@ -10,6 +10,7 @@ seconds, before any compute, instead of hanging in MLflow's retry loop.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -263,6 +264,10 @@ class Tracker:
         run = self.client.create_run(self.experiment_id, run_name=self.stage, tags=tags)
         self.run_id = run.info.run_id
         self.log_params(self.run_id, params)
+        if self.parent_id and self.owns_parent:
+            # the chain run a stage opened carries the setting too, so chains of different
+            # settings can be told apart and compared
+            self.log_params(self.parent_id, params)
         return self.run_id
 
     def _close_orphans(self, parent_id: str) -> None:
@@ -354,11 +359,57 @@ class Tracker:
         return f"#/experiments/{self.experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
+#: the folder of artifacts that sits next to a project's SQLite store
+ARTIFACTS_DIR = "/.mlflow/artifacts"
+_followed: set[str] = set()
+
+
+def follow_moved_store(uri: str) -> dict[str, str]:
+    """A SQLite store that was copied or moved with its project still records the old
+    folder's artifact locations (MLflow stores them absolute), so its runs would write
+    their artifacts into the original project. Rewrite each such location (experiments
+    and runs) under ``.../.mlflow/artifacts`` to the artifacts folder next to this store;
+    returns {old prefix: new prefix} (empty when nothing moved). Locations elsewhere (a
+    server's, a folder the user chose) are left as they are."""
+    import sqlite3
+
+    prefix = "sqlite:///"
+    if not uri.startswith(prefix + "/") or uri in _followed:
+        return {}
+    db = Path(uri[len(prefix) :])
+    if not db.is_file():
+        return {}
+    here = (db.parent / "artifacts").resolve().as_uri()
+    if not here.endswith(ARTIFACTS_DIR):
+        return {}
+    moved: dict[str, str] = {}
+    with contextlib.closing(sqlite3.connect(db, timeout=60)) as con, con:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"experiments", "runs"} <= tables:
+            return {}
+        for (location,) in con.execute("SELECT DISTINCT artifact_location FROM experiments"):
+            cut = (location or "").find(ARTIFACTS_DIR + "/")
+            if location and location.startswith("file://") and cut >= 0:
+                old = location[: cut + len(ARTIFACTS_DIR)]
+                if old != here:
+                    moved[old] = here
+        for old, new in moved.items():
+            for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
+                con.execute(
+                    f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                    f"WHERE substr({column}, 1, ?) = ?",
+                    (new, len(old) + 1, len(old) + 1, old + "/"),
+                )
+    _followed.add(uri)
+    return moved
+
+
 def open_tracker(
     root: Path, experiment: str, stage: str, profile: str, description: str = ""
 ) -> Tracker:
     load_env(root)
     preflight(os.environ["MLFLOW_TRACKING_URI"])
+    follow_moved_store(os.environ["MLFLOW_TRACKING_URI"])
     return Tracker(root, experiment, stage, profile, description)
 
 

@@ -205,6 +205,14 @@ def unit_params(unit: Unit) -> dict[str, Any]:
     }
 
 
+def unit_label(unit: Unit) -> str:
+    """A unit's MLflow run name: what tells it apart first (variant, seed), then its task
+    and parameters; the full id is the ``reprolab.unit`` tag."""
+    seed = "" if unit.seed is None else f" s{unit.seed}"
+    params = ",".join(f"{k}={v}" for k, v in unit.params)
+    return f"{unit.variant}{seed} · {unit.task}" + (f" · {params}" if params else "")
+
+
 def unit_tags(unit: Unit) -> dict[str, str]:
     return {
         "reprolab.unit": unit.id,

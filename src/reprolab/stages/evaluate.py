@@ -419,12 +419,21 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
         flat[f"{key}.value"] = c["measured"]["value"]
         flat[f"{key}.verdict"] = code[c["verdict"]]
         tags[f"verdict.{c['id']}.{c['precision']}"] = c["verdict"]
+        tags[f"paper.{c['id']}"] = str(c.get("paper_value", ""))[:4000]
     tracker.log_metrics(tracker.run_id, flat)
     tracker.set_tags(tracker.run_id, tags)
     # the runs table opens on each claim's headline verdict (at fp32, or at the scheme a
-    # quantization claim is about), then the profile
-    first = [("tags", f"verdict.{c['id']}.{c['precision']}") for c in claims if c["headline"]]
-    tracker.share_view([*first, ("tags", "reprolab.profile")])
+    # quantization claim is about), its measured value and the paper's value, then the
+    # same at every other precision, then the profile
+    heads = [c for c in claims if c["headline"]]
+    rest = [c for c in claims if not c["headline"]]
+    columns = []
+    for c in [*heads, *rest]:
+        columns.append(("tags", f"verdict.{c['id']}.{c['precision']}"))
+        columns.append(("metrics", f"claim.{c['id']}.{c['precision']}.value"))
+        if c["headline"]:
+            columns.append(("tags", f"paper.{c['id']}"))
+    tracker.share_view([*columns, ("tags", "reprolab.profile")])
     if tracker.parent_id:  # so the chain run can be sorted and filtered by verdict too
         tracker.set_tags(tracker.parent_id, tags)
         tracker.log_metrics(

@@ -37,6 +37,7 @@ from reprolab.stages._common import (
     PreparedData,
     code_digest,
     context,
+    unit_label,
     unit_params,
     unit_tags,
 )
@@ -106,7 +107,9 @@ def run(slug: str, root: Path) -> dict:
         if executor.is_local() or not todo:
             for unit in todo:
                 # the unit's MLflow run is open while it trains: a failure marks it FAILED
-                with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
+                with tracker.unit_run(
+                    unit_label(unit), unit_params(unit), unit_tags(unit)
+                ) as run_id:
                     t0 = time.perf_counter()
                     n = units.index(unit) + 1
                     label = f"train@{slug} [{n}/{len(units)}] {unit.id}"
@@ -115,7 +118,9 @@ def run(slug: str, root: Path) -> dict:
         else:
 
             def record(unit: Unit, result: TrainedUnit, seconds: float, n: int) -> None:
-                with tracker.unit_run(unit.id, unit_params(unit), unit_tags(unit)) as run_id:
+                with tracker.unit_run(
+                    unit_label(unit), unit_params(unit), unit_tags(unit)
+                ) as run_id:
                     write(unit, result, seconds, n, run_id)
 
             _train_on_dask(slug, root, fingerprint, todo, record, len(units))
