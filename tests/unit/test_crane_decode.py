@@ -24,23 +24,27 @@ def toy_model(seed: int, bias: dict[str, float] | None = None):
     return lambda ids: table[ids[-1]]
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_every_crane_span_parses(seed):
-    step = toy_model(seed, {"<<": 2.0})
-    out = decode(
-        step,
-        [0],
-        VOCAB,
-        MASK,
-        "crane",
-        max_new_tokens=60,
-        eos_id=EOS,
-        temperature=1.0,
-        generator=torch.Generator().manual_seed(seed),
-    )
-    assert all(G.complete(span) for span in out.spans)  # 100% of closed spans parse
-    assert out.open_span is None or G.valid_prefix(out.open_span)
-    assert out.checked_steps >= out.masked_steps and len(out.mask_ms) == out.masked_steps
+def test_every_crane_span_parses():
+    closed = 0
+    for seed in range(12):
+        step = toy_model(seed, {"<<": 2.0})
+        out = decode(
+            step,
+            [0],
+            VOCAB,
+            MASK,
+            "crane",
+            max_new_tokens=60,
+            eos_id=EOS,
+            temperature=1.0,
+            generator=torch.Generator().manual_seed(seed),
+        )
+        assert all(G.complete(span) for span in out.spans)  # 100% of closed spans parse
+        assert out.open_span is None or G.valid_prefix(out.open_span)
+        assert out.checked_steps >= out.masked_steps and len(out.mask_ms) == out.masked_steps
+        closed += len(out.spans)
+    # not vacuous: some seeds close no span, but over the twelve many do (17 today)
+    assert closed >= 10, closed
 
 
 def test_the_mask_only_steps_in_when_the_sample_fails():
