@@ -38,6 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list registered methods")
     p = sub.add_parser("scoreboard", help="write docs/results/README.md from committed results")
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
+    p = sub.add_parser(
+        "compare",
+        help="compare two results folders of a method (verdicts, metric drift); "
+        "exit 1 when a verdict differs",
+    )
+    p.add_argument("a", type=Path, help="a results folder (claims.json, metrics.csv)")
+    p.add_argument("b", type=Path, help="the other one")
+    p.add_argument(
+        "--tolerance", type=float, default=0.0, help="a unit differs above this |difference|"
+    )
+    p.add_argument("--json", type=Path, help="also write the comparison as JSON here")
     for name, (_, _, text) in ops.COMMANDS.items():
         # an alias of `python -m reprolab <name>` (routed by reprolab.__main__ before this
         # module loads): every argument, --help included, goes to the command itself
@@ -64,6 +75,18 @@ def main(argv: list[str] | None = None) -> int:
         FileNotFoundError,
     )
     try:
+        if args.command == "compare":
+            from reprolab import compare
+
+            try:
+                cmp = compare.compare(args.a, args.b, args.tolerance)
+            except compare.CompareError as exc:
+                print(f"reprolab compare: {exc}", file=sys.stderr)
+                return 2
+            print(compare.to_text(cmp, args.a, args.b), end="")
+            if args.json:
+                args.json.write_text(json.dumps(cmp.as_json(), indent=2) + "\n")
+            return 1 if cmp.verdicts_differ else 0
         if args.command == "list":
             for slug in registry.slugs():
                 print(f"{slug}\t{registry.get(slug).title}")
