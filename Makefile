@@ -74,7 +74,7 @@ bench: venv
 ui: venv
 	@echo "MLflow UI: http://127.0.0.1:$${REPROLAB_UI_PORT:-5000}/#/experiments?workflowType=machine_learning"
 	set -a; source mlflow.env; set +a; \
-	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000}
+	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000} --workers 1
 
 # MLflow tracking server on PostgreSQL (loopback; src/reprolab/ops/mlflow_server.py). Point
 # mlflow.env at it: MLFLOW_TRACKING_URI=http://127.0.0.1:5001

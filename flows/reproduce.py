@@ -105,7 +105,12 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
     project = _root(root)
     registry.check_slug(slug)
     cfg = config.load(project / "params.yaml")  # bad params fail here, before compute
-    stages = dvcstate.chain(project, slug)
+    reads = set(registry.get(slug).assets)
+    stages = [  # the shared assets this method reads, not every one
+        n
+        for n in dvcstate.chain(project, slug)
+        if dvcstate.split_name(n)[0] != "assets" or dvcstate.split_name(n)[1] in reads
+    ]
     logger = get_run_logger()
     logger.info("%s in %s: %s (%s profile)", slug, project, " -> ".join(stages), cfg.profile)
 

@@ -88,3 +88,21 @@ def test_a_copied_project_writes_its_artifacts_into_itself(tmp_path, monkeypatch
     assert exp.artifact_location.startswith((copy / ".mlflow" / "artifacts").as_uri())
     for run in tracker.client.search_runs([tracker.experiment_id]):
         assert run.info.artifact_uri.startswith((copy / ".mlflow" / "artifacts").as_uri())
+
+
+def test_git_dirty_is_about_the_code_not_the_lock_a_run_rewrites(tmp_path):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "dvc.lock").write_text("a\n")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    assert tracking.git_state(tmp_path)["reprolab.git_dirty"] == "false"
+    (tmp_path / "dvc.lock").write_text("b\n")  # what every run does
+    assert tracking.git_state(tmp_path)["reprolab.git_dirty"] == "false"
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert tracking.git_state(tmp_path)["reprolab.git_dirty"] == "true"

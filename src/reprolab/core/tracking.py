@@ -142,7 +142,8 @@ def git_state(root: Path) -> dict[str, str]:
         return out.stdout.strip() if out.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    # the code and settings against the commit; dvc.lock is left out: a run rewrites it
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!dvc.lock")
     return {"reprolab.git_commit": commit, "reprolab.git_dirty": str(bool(dirty)).lower()}
 
 
