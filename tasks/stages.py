@@ -132,9 +132,16 @@ def _cut(text: str, n: int = CELL_CHARS) -> str:
 
 
 def _measured(m: dict) -> str:
+    """The value and its interval; what the check said when there is no value (a claim
+    not tested: its reason)."""
+    import math
+
     from reprolab.stages.report import format_interval, format_value
 
-    return f"{format_value(m.get('value'))} {format_interval(m)}"
+    value = m.get("value")
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return _cut(m.get("summary") or "no value")
+    return f"{format_value(value)} {format_interval(m)}"
 
 
 def verdict_lines(claims: list[dict]) -> list[str]:

@@ -53,6 +53,7 @@ with get_client(sync_client=True) as client:
         if len(done) == len(tasks) >= 7 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
+    logs = [l.message for l in client.read_logs() if "[fp32]: " in l.message]
 print("RESULT " + json.dumps({
     "state": state.type.value,
     "result": result,
@@ -65,7 +66,7 @@ print("RESULT " + json.dumps({
          "state_name": t.state.name}
         for t in tasks
     ],
-    "verdict_logs": [l.message for l in client.read_logs() if "[fp32]: " in l.message],
+    "verdict_logs": logs,
 }))
 """
 
