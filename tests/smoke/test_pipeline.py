@@ -113,6 +113,10 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
     files = next(iter(shown.values()))["data"]
     head = files["data/eval/ensloss/headline.json"]["data"]
     # one row per method, the same named columns: verdict counts and the central claim
+    # (its value when it has one: ensloss's central CNN claim is not tested at smoke)
+    claims = json.loads((reproduced / "data/eval/ensloss/claims.json").read_text())
+    central = next(c for c in claims if c["central"] and c["headline"])
+    value = central["measured"]["value"]
     assert set(head) == {
         "reproduced",
         "not_reproduced",
@@ -120,12 +124,10 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
         "out_of_reach",
         "central_claim",
         "central_verdict",
-        "central_value",
+        *(["central_value"] if value == value else []),
     }
-    claims = json.loads((reproduced / "data/eval/ensloss/claims.json").read_text())
-    central = next(c for c in claims if c["central"] and c["headline"])
     assert (head["central_claim"], head["central_verdict"]) == (central["id"], central["verdict"])
-    assert head["central_value"] == central["measured"]["value"]
+    assert head.get("central_value", value) == value or value != value
 
 
 def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):
