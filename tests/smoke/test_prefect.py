@@ -53,7 +53,16 @@ with get_client(sync_client=True) as client:
         if len(done) == len(tasks) >= 7 or time.monotonic() > deadline:
             break
         time.sleep(0.5)
-    logs = [l.message for l in client.read_logs() if "[fp32]: " in l.message]
+    deadline = time.monotonic() + 30  # logs are written in batches: may lag too
+    while True:
+        every, page = [], None
+        while page is None or len(page) == 200:  # the API returns 200 at most per call
+            page = client.read_logs(limit=200, offset=len(every))
+            every += page
+        logs = [l.message for l in every if "[fp32]: " in l.message]
+        if logs or time.monotonic() > deadline:
+            break
+        time.sleep(1)
 print("RESULT " + json.dumps({
     "state": state.type.value,
     "result": result,
