@@ -97,7 +97,7 @@ def _all_run_name() -> str:
     params = flow_run.parameters
     methods = params.get("methods")
     what = ", ".join(methods) if methods and len(methods) <= 3 else "all methods"
-    return f"{what} ({_profile(params.get('root'))}) {_stamp()}"
+    return f"reproduce-all: {what} ({_profile(params.get('root'))}) {_stamp()}"
 
 
 @flow(name="reproduce-method", flow_run_name=_method_run_name)

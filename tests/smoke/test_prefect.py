@@ -165,7 +165,7 @@ def test_ephemeral_flow_runs_every_stage_and_leaves_dvc_up_to_date(project: Path
     # runs are named after what they run: the method, the profile, the date
     method_run = next(f for f in out["flow_runs"] if f["name"].startswith("ensloss (smoke) "))
     assert next(f for f in out["flow_runs"] if f["id"] == top)["name"].startswith(
-        "ensloss (smoke) "
+        "reproduce-all: ensloss (smoke) "
     )
     # the evaluate task's log holds a verdict line per headline claim
     claims = json.loads((project / "data" / "eval" / "ensloss" / "claims.json").read_text())
