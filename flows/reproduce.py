@@ -53,6 +53,7 @@ def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker
         run_name=f"chain-prefect-{slug}-{run_id[:8]}",
         tags={
             **tracking.git_state(project),
+            **tracking.machine_tags(),
             "reprolab.kind": "chain",
             "reprolab.entry": "prefect",
             "reprolab.profile": profile,

@@ -42,7 +42,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -57,6 +56,7 @@ from typing import Any
 import yaml
 
 from reprolab import evidence, ledger, registry
+from reprolab.core.machine import machine
 from reprolab.ops import scratch
 
 Log = Callable[[str], None]
@@ -75,37 +75,6 @@ def _print(msg: str) -> None:
 
 class PaperError(RuntimeError):
     """A paper run cannot start (bad arguments, a changed definition without --amend)."""
-
-
-def cpu() -> dict[str, Any]:
-    """The CPU's model name and the vector extensions that change floating-point results
-    (the same seeds give other bits with AVX-512 or AMX than with AVX2)."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model in ("", platform.machine()):
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    wanted = ("sse4_2", "avx", "avx2", "fma", "f16c")
-    vector = sorted(f for f in flags if f in wanted or f.startswith(("avx512", "amx")))
-    return {"model": model, "vector_extensions": vector}
-
-
-def machine() -> dict[str, Any]:
-    import torch
-
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu": cpu(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-    }
 
 
 def _git(root: Path, *args: str) -> str:

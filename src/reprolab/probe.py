@@ -210,7 +210,8 @@ def run_probe(
 ) -> dict:
     """Probe ``slug`` at the paper profile with ``overrides`` (see the module doc);
     returns the record it wrote."""
-    from reprolab.paper import _git, machine
+    from reprolab.core.machine import machine
+    from reprolab.paper import _git
 
     registry.check_slug(slug)
     seeds = list(seeds or DEFAULT_SEEDS)

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from reprolab import ledger, scoreboard
-from reprolab.paper import PaperError, PaperRun, compare_blocks, compare_replay, cpu
+from reprolab.core.machine import cpu, kernels
+from reprolab.paper import PaperError, PaperRun, compare_blocks, compare_replay
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,6 +159,16 @@ def test_cpu_record_names_the_model_and_vector_extensions():
     assert set(info["vector_extensions"]) <= set(flags)
     if "avx2" in flags:
         assert "avx2" in info["vector_extensions"]
+
+
+def test_kernels_record_what_torch_dispatches_to():
+    import torch
+
+    info = kernels()
+    assert info["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert info["threads"] == torch.get_num_threads()
+    assert info["blas"] in torch.__config__.show()  # its BLAS_INFO, not a guess
+    assert (info["onednn"] != "none") == torch.backends.mkldnn.is_available()
 
 
 def test_the_committed_scoreboard_matches_the_committed_results():

@@ -245,7 +245,12 @@ class Tracker:
         run = self.client.create_run(
             self.experiment_id,
             run_name=f"chain-{time.strftime('%Y%m%d-%H%M%S')}",
-            tags={**self._base_tags, "reprolab.kind": "chain", "reprolab.entry": "dvc"},
+            tags={
+                **self._base_tags,
+                **machine_tags(),
+                "reprolab.kind": "chain",
+                "reprolab.entry": "dvc",
+            },
         )
         self.owns_parent = True
         return run.info.run_id
@@ -403,6 +408,12 @@ def follow_moved_store(uri: str) -> dict[str, str]:
                 )
     _followed.add(uri)
     return moved
+
+
+def machine_tags() -> dict[str, str]:
+    from reprolab.core.machine import tags
+
+    return tags()
 
 
 def open_tracker(
