@@ -40,17 +40,36 @@ N_UNITS = 1 * 2 * 2
 KILL_DEADLINE_S = 300
 
 
-def _kill_mid_training(root: Path) -> tuple[set[str], str, int]:
+def _settled(folder: Path, quiet_s: float = 2.0, within_s: float = 60.0) -> None:
+    """Wait until nothing under ``folder`` changes for ``quiet_s`` (a stage served by the
+    worker ends a moment after its killed client)."""
+
+    def state():
+        return sorted((str(p), p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file())
+
+    end, last, since = time.monotonic() + within_s, None, time.monotonic()
+    while time.monotonic() < end:
+        now = state()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.2)
+
+
+def _kill_mid_training(root: Path, worker: str = "off") -> tuple[set[str], str, int]:
     """Run `dvc repro train@ensloss` and SIGKILL its process group once at least one
     unit is finished and another has a last.ckpt. Returns (finished units, interrupted
-    unit, its checkpoint's epoch)."""
+    unit, its checkpoint's epoch). ``worker`` "on": the stage runs in the shared stage
+    worker (how `make run` runs), so the kill reaches its client, not the stage itself."""
     partial = root / "data" / ".partial" / "train" / "ensloss"
     log_path = root / "killed-run.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             ["dvc", "repro", "train@ensloss"],
             cwd=root,
-            env=tool_env({"REPROLAB_WORKER": "off"}),  # a real SIGKILL of the stage
+            # "off": a real SIGKILL of the stage process itself
+            env=tool_env({"REPROLAB_WORKER": "off"} if worker == "off" else {}),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -76,6 +95,7 @@ def _kill_mid_training(root: Path) -> tuple[set[str], str, int]:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+    _settled(partial)
     # What the kill left behind (re-read: the kill froze the state).
     done = {p.stem for p in partial.glob("*/done/*.pt")}
     running = [p for p in partial.glob("*/resume/*/last.ckpt") if p.parent.name not in done]
@@ -84,11 +104,88 @@ def _kill_mid_training(root: Path) -> tuple[set[str], str, int]:
     return done, running[0].parent.name, epoch
 
 
-def test_killed_training_resumes_to_identical_metrics(tmp_path: Path):
-    killed = copy_project(tmp_path / "killed", RESUME_ENSLOSS)
-    straight = copy_project(tmp_path / "straight", RESUME_ENSLOSS)
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory) -> Path:
+    """The uninterrupted run both tests compare with."""
+    root = copy_project(tmp_path_factory.mktemp("straight") / "project", RESUME_ENSLOSS)
+    run(["dvc", "repro", "evaluate@ensloss"], root)
+    return root
 
-    finished, interrupted, epoch = _kill_mid_training(killed)
+
+def _same_metrics(straight: Path, killed: Path) -> None:
+    a = pd.read_csv(straight / "data/eval/ensloss/metrics.csv")
+    b = pd.read_csv(killed / "data/eval/ensloss/metrics.csv")
+    keys = ["task", "variant", "seed", "precision", "metric"]
+    a, b = a.sort_values(keys).reset_index(drop=True), b.sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a[keys], b[keys])
+    assert (a.value - b.value).abs().max() <= 1e-6, pd.concat([a, b.value], axis=1)
+
+
+def test_two_repros_at_once_one_waits_for_nothing_and_nothing_is_damaged(tmp_path, straight):
+    """A second `dvc repro` on a checkout where one runs stops at once, naming DVC's
+    lock; the first finishes, and its outputs are those of the straight run."""
+    root = copy_project(tmp_path / "busy", RESUME_ENSLOSS)
+    log_path = root / "first.log"
+    with open(log_path, "w") as log:
+        first = subprocess.Popen(
+            ["dvc", "repro", "evaluate@ensloss"],
+            cwd=root,
+            env=tool_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        partial = root / "data" / ".partial" / "train" / "ensloss"
+        deadline = time.monotonic() + KILL_DEADLINE_S
+        while not any(partial.glob("*/resume/*")) and first.poll() is None:
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        second = subprocess.run(
+            ["dvc", "repro", "evaluate@ensloss"],
+            cwd=root,
+            env=tool_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        waited = time.monotonic() - t0
+    finally:
+        first.wait(timeout=KILL_DEADLINE_S)
+    assert first.returncode == 0, log_path.read_text()[-3000:]
+    assert second.returncode != 0 and "lock" in (second.stdout + second.stderr).lower()
+    assert waited < 30, f"the second run waited {waited:.0f} s instead of stopping"
+    status = run(["dvc", "status", "evaluate@ensloss"], root)
+    assert "up to date" in status.stdout or not status.stdout.strip(), status.stdout
+    _same_metrics(straight, root)
+
+
+def test_truncated_resume_state_is_trained_again_to_identical_metrics(tmp_path, straight):
+    """A cut-off last.ckpt, and a finished unit's cut-off file, are named and trained
+    again (never loaded, never a crash); the metrics are those of the straight run."""
+    killed = copy_project(tmp_path / "killed", RESUME_ENSLOSS)
+    finished, interrupted, _ = _kill_mid_training(killed)
+    partial = killed / "data" / ".partial" / "train" / "ensloss"
+    last = next(partial.glob(f"*/resume/{interrupted}/last.ckpt"))
+    last.write_bytes(last.read_bytes()[:100])
+    victim = sorted(finished)[0]
+    done = next(partial.glob(f"*/done/{victim}.pt"))
+    done.write_bytes(done.read_bytes()[:100])
+    resumed = run(["dvc", "repro", "evaluate@ensloss"], killed)
+    log = resumed.stdout + resumed.stderr
+    assert f"{last} is unreadable" in log and "training it from scratch" in log, log[-4000:]
+    assert f"{done} is unreadable; training {victim} again" in log, log[-4000:]
+    trained = set(re.findall(r"train@ensloss \[\d+/\d+\] (\S+): train_loss=", log))
+    assert {interrupted, victim} <= trained
+    assert "Traceback" not in log
+    _same_metrics(straight, killed)
+
+
+@pytest.mark.parametrize("worker", ["off", "on"])
+def test_killed_training_resumes_to_identical_metrics(tmp_path: Path, straight, worker):
+    killed = copy_project(tmp_path / "killed", RESUME_ENSLOSS)
+
+    finished, interrupted, epoch = _kill_mid_training(killed, worker)
     assert epoch < RESUME_ENSLOSS["epochs"] - 1, "killed after the last epoch: nothing to resume"
     assert not (killed / "data" / "checkpoints" / "ensloss").exists()
 
@@ -118,15 +215,8 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path: Path):
     statuses = {r.info.status for r in runs}
     assert "RUNNING" not in statuses and "KILLED" in statuses, statuses
 
-    run(["dvc", "repro", "evaluate@ensloss"], straight)
-
     # The acceptance criterion: the same metrics table.
-    a = pd.read_csv(straight / "data/eval/ensloss/metrics.csv")
-    b = pd.read_csv(killed / "data/eval/ensloss/metrics.csv")
-    keys = ["task", "variant", "seed", "precision", "metric"]
-    a, b = a.sort_values(keys).reset_index(drop=True), b.sort_values(keys).reset_index(drop=True)
-    pd.testing.assert_frame_equal(a[keys], b[keys])
-    assert (a.value - b.value).abs().max() <= 1e-6, pd.concat([a, b.value], axis=1)
+    _same_metrics(straight, killed)
 
     # Stronger: the same weights and per-epoch history for every unit, the resumed one
     # included (its history spans the epochs before and after the kill).

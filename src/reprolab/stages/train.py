@@ -25,6 +25,7 @@ import json
 import re
 import shutil
 import time
+import zipfile
 from pathlib import Path
 
 from reprolab.contract import TrainedUnit, Unit, is_runtime_metric
@@ -75,7 +76,11 @@ def run(slug: str, root: Path) -> dict:
         n_resumed = n_reused = 0
         todo = []
         for i, unit in enumerate(units, 1):
-            if (done_dir / f"{unit.id}.pt").is_file():
+            done = done_dir / f"{unit.id}.pt"
+            if done.is_file() and not zipfile.is_zipfile(done):  # truncated or foreign
+                log(f"train@{slug}: {done} is unreadable; training {unit.id} again")
+                done.unlink()
+            if done.is_file():
                 n_resumed += 1
                 log(f"train@{slug} [{i}/{len(units)}] {unit.id}: finished earlier, kept")
             elif previous.get(unit.id) == unit_fps[unit]:
