@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # preload, the test tools, and the modules every `dvc repro` imports lazily.
 export WARM_IMPORTS := from reprolab.ops import worker; worker.preload(); import dvc.cli, dvc.repo, dvc.daemon, dvc.info, dulwich.porcelain, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
-.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper probe mlflow-server
+.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper probe trigger mlflow-server
 
 venv: $(STAMP)
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
@@ -88,6 +88,14 @@ prefect-server: venv
 
 serve: venv
 	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
+
+# Trigger a served deployment by hand; says within seconds when no server answers
+# (`prefect deployment run` alone waits and then reports the deployment as not found).
+DEPLOYMENT ?= reproduce-all/nightly
+PREFECT_API_URL ?= http://127.0.0.1:4200/api
+trigger: venv
+	@$(BIN)/python scripts/prefect_up.py "$(PREFECT_API_URL)"
+	PREFECT_API_URL=$(PREFECT_API_URL) $(BIN)/prefect deployment run $(DEPLOYMENT) $(if $(PARAMS),--params '$(PARAMS)') --watch
 
 # The paper profile of some methods in a fresh copy, in sequential rounds of seeds until
 # each claim is decided or the method's evidence budget is spent (src/reprolab/paper.py);
