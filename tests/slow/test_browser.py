@@ -124,4 +124,6 @@ def test_mlflow_ui_opens_the_runs_table_with_verdict_columns(reproduced, tmp_pat
     not_blank(ARTIFACTS / "mlflow-runs.png")
     assert ">Runs<" in dom, "the runs table is not what opened"
     assert "verdict.vs_bce" in dom, "no verdict column"
+    # the measured value and the paper's value sit beside the verdict
+    assert "claim.vs_bce.fp32.value" in dom and "paper.vs_bce" in dom, "no value columns"
     assert re.search(r">(reproduced|not_reproduced|inconclusive)<", dom), "no verdict values"
