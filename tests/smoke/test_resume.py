@@ -121,7 +121,7 @@ def _same_metrics(straight: Path, killed: Path) -> None:
     assert (a.value - b.value).abs().max() <= 1e-6, pd.concat([a, b.value], axis=1)
 
 
-def test_two_repros_at_once_one_waits_for_nothing_and_nothing_is_damaged(tmp_path, straight):
+def test_two_repros_at_once_the_second_stops_and_nothing_is_damaged(tmp_path, straight):
     """A second `dvc repro` on a checkout where one runs stops at once, naming DVC's
     lock; the first finishes, and its outputs are those of the straight run."""
     root = copy_project(tmp_path / "busy", RESUME_ENSLOSS)
