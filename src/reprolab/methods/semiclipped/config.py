@@ -23,6 +23,11 @@ class SemiClippedConfig(MethodConfig, DataSeed, OptimConfig):
     tx_dim: int = prepare_field(32, ge=2)
     img_dim: int = prepare_field(24, ge=2)
     noise: float = prepare_field(1.0, gt=0)
+    #: latent dimensions the transcriptomics side measures badly (scaled by
+    #: ``tx_weak_gain``) while the image side sees them: the paper's premise that images
+    #: carry biology the expression profile lacks. 0: both sides alike (as before)
+    tx_weak_dims: int = prepare_field(0, ge=0)
+    tx_weak_gain: float = prepare_field(1.0, ge=0, le=1)
     hidden: int = Field(default=64, ge=1)
     epochs: int = Field(default=20, ge=1)
     batch_size: int = Field(default=32, ge=2)
@@ -48,6 +53,8 @@ class SemiClippedConfig(MethodConfig, DataSeed, OptimConfig):
     def _some_task(self) -> SemiClippedConfig:
         if self.n_sims + self.pbmc_splits == 0:
             raise ValueError("n_sims and pbmc_splits are both 0: no task to run")
+        if self.tx_weak_dims > self.latent:
+            raise ValueError(f"tx_weak_dims {self.tx_weak_dims} exceeds latent {self.latent}")
         return self
 
 

@@ -31,6 +31,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         d = sim.simulate(
             s, cfg.n_pathways, cfg.perts_per_pathway, cfg.n_batches, cfg.n_controls,
             cfg.reps, cfg.latent, cfg.tx_dim, cfg.img_dim, cfg.noise,
+            cfg.tx_weak_dims, cfg.tx_weak_gain,
         )  # fmt: skip
         rng = np.random.default_rng(s + 1)
         n_perts = cfg.n_pathways * cfg.perts_per_pathway

@@ -17,16 +17,25 @@ def simulate(
     tx_dim: int,
     img_dim: int,
     noise: float,
+    tx_weak_dims: int = 0,
+    tx_weak_gain: float = 1.0,
 ) -> dict[str, np.ndarray]:
     """Perturbation latents clustered by pathway, seen through a transcriptomics and an
     image map, each with its own per-batch shift, per-feature scale and correlated noise.
-    Controls have latent zero. Perturbation id -1 marks a control."""
+    Controls have latent zero. Perturbation id -1 marks a control.
+
+    ``tx_weak_dims`` latent dimensions (the last ones) reach the transcriptomics side
+    scaled by ``tx_weak_gain``: biology the expression profile measures badly and the
+    image sees, the premise of distilling from images (0: both sides see every dimension
+    alike, the draws are those of the simulator without the option)."""
     rng = np.random.default_rng(seed)
     n_perts = n_pathways * perts_per_pathway
     centers = rng.normal(size=(n_pathways, latent))
     pathway = np.repeat(np.arange(n_pathways), perts_per_pathway)
     z = centers[pathway] + 0.6 * rng.normal(size=(n_perts, latent))
     maps = {"tx": rng.normal(size=(latent, tx_dim)), "img": rng.normal(size=(latent, img_dim))}
+    if tx_weak_dims:
+        maps["tx"][latent - tx_weak_dims :] *= tx_weak_gain
     out: dict[str, list] = {"pert": [], "batch": [], "tx": [], "img": []}
     for b in range(n_batches):
         ids = np.concatenate([np.full(n_controls, -1), np.repeat(np.arange(n_perts), reps)])
