@@ -70,14 +70,14 @@ def environ(**values: str) -> Iterator[None]:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def stage_task(name: str, root: str, env: dict[str, str] | None = None) -> dict:
+def stage_task(name: str, root: str, env: dict[str, str] | None = None) -> dict | State:
     """Run the DVC stage ``name`` (e.g. ``train@ensloss``, ``report``) unless up to date,
     with the environment variables ``env`` set while it runs."""
     with environ(**(env or {})):
         return _stage(name, root)
 
 
-def _stage(name: str, root: str) -> dict:
+def _stage(name: str, root: str) -> dict | State:
     logger = get_run_logger()
     project = Path(root)
     changes = dvcstate.status(project, name)
