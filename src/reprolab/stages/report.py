@@ -231,8 +231,12 @@ def collect(
 
 def _amendments(root: Path, slug: str) -> dict[str, tuple[str, str]]:
     """Per claim, from the preregistration ledger (docs/results/ledger/): a short mark
-    ('amended 3 times after its first results, last 2026-12-05: effect, config') and the
-    full record (each amendment's date, reason, old and new values) for the details."""
+    ('amended 3 times in the ledger, last 2026-12-05: effect, config') and the full
+    record (each amendment's date, reason, old and new values) for the details.
+
+    A report shows the results of the definitions in force (a definition or config edit
+    reruns evaluate), so every amendment it lists came before its results; whether the
+    committed results predate an amendment is the scoreboard's "changed after results"."""
     from reprolab import ledger
 
     out = {}
@@ -246,7 +250,7 @@ def _amendments(root: Path, slug: str) -> dict[str, tuple[str, str]]:
             parts.append(f"{e['date'][:10]} ({_short(e.get('reason', ''), 160)}): {fields}")
         last = entries[-1]
         mark = (
-            f"changed after results: {len(entries)} amendment(s) in the ledger, last "
+            f"amended {len(entries)} time(s) in the ledger before these results, last "
             f"{last['date'][:10]} ({', '.join(sorted(last.get('changed') or {}))})"
         )
         out[claim] = (mark, "Ledger amendments: " + " | ".join(parts))
@@ -278,10 +282,16 @@ def _evidence_text(c: dict) -> str:
     text = f"undecided after {ev['rounds']} round(s)"
     if ev.get("why"):
         text += f": {ev['why']}"
-    if ev.get("needs_seeds"):
-        text += f"; needs ~{ev['needs_seeds']} seeds"
+    need = ev.get("needs_seeds")
+    if need and need > len(seeds):
+        text += f"; needs ~{need} seeds"
         if isinstance(ev.get("needs_minutes"), int | float):
             text += f" (~{ev['needs_minutes']:.0f} more min here)"
+    elif need:  # the pooled interval's estimate is met: the test over tasks is not
+        text += (
+            f"; the pooled interval needed ~{need} seeds and has {len(seeds)}: what stays "
+            "undecided is the test over tasks"
+        )
     return text
 
 
