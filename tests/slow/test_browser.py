@@ -127,3 +127,21 @@ def test_mlflow_ui_opens_the_runs_table_with_verdict_columns(reproduced, tmp_pat
     # the measured value and the paper's value sit beside the verdict
     assert "claim.vs_bce.fp32.value" in dom and "paper.vs_bce" in dom, "no value columns"
     assert re.search(r">(reproduced|not_reproduced|inconclusive)<", dom), "no verdict values"
+
+
+def test_three_methods_reports_and_forest_plots_in_a_browser(tmp_path):
+    """The screenshots committed under docs/screenshots, taken again: three methods'
+    reports at 1,400 px and their claims forest plots (scripts/screenshots.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "screenshots", ROOT / "scripts" / "screenshots.py"
+    )
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    methods = ["bit_dgdm", "ensloss", "hyper_attention"]
+    out = ARTIFACTS / "screenshots"
+    assert shots.main([*methods, "--out", str(out)]) == 0
+    for slug in methods:
+        for kind in ("report", "forest"):
+            not_blank(out / f"{slug}-{kind}.png")

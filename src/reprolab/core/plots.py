@@ -271,6 +271,8 @@ def claims_forest(claims: Sequence[Mapping[str, Any]], path: Path, title: str = 
         star = "  (central)" if any(c.get("central") for c in rows) else ""
         side = next((c["measured"].get("claimed") for c in rows if c.get("measured")), None)
         claim_side = f"  claimed {side} bound" if side else ""
+        if not bounds and any((c.get("measured") or {}).get("per_task") for c in rows):
+            claim_side = "  verdict: the test over tasks (the bar: the pooled interval)"
         ax.set_title(f"{cid}{star}{claim_side}", fontsize=8, loc="left")
         ax.tick_params(axis="x", labelsize=7)
         ax.margins(x=0.08)
