@@ -217,6 +217,26 @@ def test_unprojection_labels_points_by_pixel_without_depth_test():
     assert target.tolist() == [[1.0, 1.0, 0.0]]
 
 
+def test_depth_aware_unprojection_labels_only_the_nearest_point_of_a_pixel():
+    masks = torch.zeros(1, 4, 4, dtype=torch.uint8)
+    masks[0, 1, 2] = 1
+    pts = torch.tensor(
+        [
+            [0.25, -0.25, 2.0],  # pixel (2, 1), depth 2: the visible point
+            [0.5, -0.5, 4.0],  # the same pixel, depth 4: occluded, left out
+            [0.26, -0.26, 2.08],  # the same pixel, 4% behind: within a 5% tolerance
+            [-0.75, 0.75, 2.0],  # alone at pixel (0, 3): visible, outside the mask
+            [5.0, 0.0, 2.0],  # outside the image
+        ]
+    )
+    cam = (torch.eye(3), torch.zeros(3), masks, (4.0, 4.0, 2.0, 2.0, 4, 4))
+    inside, target = unprojected_targets(pts, *cam, depth_tolerance=0.05)
+    assert inside.tolist() == [True, False, True, True, False]
+    assert target.tolist() == [[1.0, 1.0, 0.0]]
+    naive, _ = unprojected_targets(pts, *cam)  # no depth test: the occluded one too
+    assert naive.tolist() == [True, True, True, True, False]
+
+
 def test_pair_costs_match_direct_formulas():
     g = torch.Generator().manual_seed(0)
     pred = torch.rand(3, 10, generator=g, dtype=torch.float64)

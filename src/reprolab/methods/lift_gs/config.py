@@ -52,6 +52,11 @@ class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
     #: training views per scene and step (render supervision and unprojection alike)
     views_per_step: int = Field(default=2, ge=1)
     empty_weight: float = Field(default=0.5, ge=0.0)
+    #: the unprojection baseline's depth test: a point is labelled from a view only when
+    #: within this relative depth of the nearest point at its pixel (a z-buffer, the
+    #: depth-aware lifting the paper compares against); None: naive, no depth test (the
+    #: results on file)
+    unproj_depth_tolerance: float | None = prepare_field(None, gt=0.0)
     #: extra training-set sizes of the render-supervised variant (each < n_train)
     scaling_scenes: list[int] = prepare_field([6])
     #: pretrain-then-finetune: N unlabeled pretraining scenes (the larger set is 2N)

@@ -117,9 +117,10 @@ def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, w
 
 
 def unprojection_accuracy(split: dict, p) -> float:
-    """Share of in-frame points whose naively unprojected label (from the noise-free
+    """Share of labelled points whose unprojected label (from the noise-free
     visible-object image of a view) is their own object, over scenes and views: how much
-    occlusion alone corrupts unprojected labels."""
+    occlusion alone corrupts unprojected labels (naive), or what a depth test leaves of
+    it (``unproj_depth_tolerance``)."""
     import torch
 
     from reprolab.methods.lift_gs.module import unprojected_targets
@@ -138,6 +139,7 @@ def unprojection_accuracy(split: dict, p) -> float:
                 torch.from_numpy(split["t"][i, v]),
                 masks,
                 intrinsics(p),
+                p.unproj_depth_tolerance,
             )
             got = np.where(target.numpy().any(0), target.numpy().argmax(0), -1)
             hits += int((got == split["ids"][i][inside.numpy()]).sum())

@@ -18,11 +18,15 @@ def unprojected_targets(
     t: torch.Tensor,
     masks: torch.Tensor,
     intrinsics: tuple,
+    depth_tolerance: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Naive unprojection of one view's 2D masks (M, H, W) to points (N, 3): a point in
-    front of the camera and inside the image takes the mask value of the pixel it
-    projects to, whatever lies in front of it. Returns (in-frame point mask (N,), targets
-    (M, n_in_frame))."""
+    """Unprojection of one view's 2D masks (M, H, W) to points (N, 3): a point in front
+    of the camera and inside the image takes the mask value of the pixel it projects to.
+    Naive (``depth_tolerance`` None): whatever lies in front of it. Depth-aware: only a
+    point within ``depth_tolerance`` (relative) of the nearest point projecting to its
+    pixel is labelled, the rest are left out (a z-buffer over the points, the kind of
+    lifting the paper compares against). Returns (labelled point mask (N,), targets
+    (M, n_labelled))."""
     fx, fy, cx, cy, width, height = intrinsics
     xc = points @ R.T + t
     z = xc[:, 2]
@@ -30,6 +34,11 @@ def unprojected_targets(
     u = torch.floor(fx * xc[:, 0] / zs + cx).long()
     v = torch.floor(fy * xc[:, 1] / zs + cy).long()
     inside = (z > 1e-3) & (u >= 0) & (u < width) & (v >= 0) & (v < height)
+    if depth_tolerance is not None:
+        pixel = (v * int(width) + u).clamp(0, int(width) * int(height) - 1)
+        nearest = torch.full((int(width) * int(height),), float("inf"), dtype=z.dtype)
+        nearest = nearest.scatter_reduce(0, pixel[inside], z[inside], reduce="amin")
+        inside = inside & (z <= nearest[pixel] * (1.0 + depth_tolerance))
     pix = (v * int(width) + u)[inside]
     return inside, masks.reshape(masks.shape[0], int(width) * int(height))[:, pix].float()
 
@@ -44,6 +53,7 @@ class LiftModule(HistoryModule):
             raise ValueError(f"unknown training signal {signal!r}; one of {SIGNALS}")
         self.net, self.signal, self.seed = net, signal, seed
         self.lr, self.empty_weight = cfg.lr, cfg.empty_weight
+        self.depth_tolerance = cfg.unproj_depth_tolerance
         self.views_per_step = cfg.views_per_step
         self.intrinsics = tuple(float(x) for x in np.asarray(data["intrinsics"]))
         self.intrinsics = (*self.intrinsics[:4], int(self.intrinsics[4]), int(self.intrinsics[5]))
@@ -79,8 +89,9 @@ class LiftModule(HistoryModule):
             for v in views.tolist():
                 m = self.masks[b, v, : self.mask_count[b, v]]
                 inside, target = unprojected_targets(
-                    self.points[b], self.R[b, v], self.t[b, v], m, self.intrinsics
-                )
+                    self.points[b], self.R[b, v], self.t[b, v], m, self.intrinsics,
+                    self.depth_tolerance,
+                )  # fmt: skip
                 losses.append(matched_mask_loss(probs[inside].T, target, w))
             return torch.stack(losses).mean()
         n = self.points.shape[1]
