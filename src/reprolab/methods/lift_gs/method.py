@@ -108,7 +108,7 @@ def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, w
             f"objects of the {what} scenes are occluded; the occlusion split needs both kinds"
         )
     return arrays, {
-        "unprojection_label_accuracy": unprojection_accuracy(test, p),
+        "unprojection_label_accuracy": unprojection_accuracy(test, p, cfg.unproj_depth_tolerance),
         "test_objects": n_obj,
         "test_occluded_objects": n_occ,
         "mean_teacher_masks_per_view": float(train["mask_count"].mean()),
@@ -116,7 +116,7 @@ def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, w
     }
 
 
-def unprojection_accuracy(split: dict, p) -> float:
+def unprojection_accuracy(split: dict, p, depth_tolerance: float | None = None) -> float:
     """Share of labelled points whose unprojected label (from the noise-free
     visible-object image of a view) is their own object, over scenes and views: how much
     occlusion alone corrupts unprojected labels (naive), or what a depth test leaves of
@@ -139,7 +139,7 @@ def unprojection_accuracy(split: dict, p) -> float:
                 torch.from_numpy(split["t"][i, v]),
                 masks,
                 intrinsics(p),
-                p.unproj_depth_tolerance,
+                depth_tolerance,
             )
             got = np.where(target.numpy().any(0), target.numpy().argmax(0), -1)
             hits += int((got == split["ids"][i][inside.numpy()]).sum())
