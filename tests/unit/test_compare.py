@@ -78,7 +78,12 @@ def test_two_seed_sets_of_one_method_as_the_held_out_block_comparison_counts(tmp
     cmp = compare.compare(pooled, block)
     _, summary = compare_blocks(pooled, block)
     assert cmp.verdicts_differ == summary["differ"] > 0
-    assert cmp.shared_units == 0  # other seeds (and graphs): no unit in both
+    # the rows both measured, counted directly (the committed pool may share seeds)
+    a, b = (pd.read_csv(f / "metrics.csv") for f in (pooled, block))
+    keys = [c for c in a.columns if c != "value"]
+    shared = a.astype({k: str for k in keys}).merge(b.astype({k: str for k in keys}), on=keys)
+    assert cmp.shared_units == len(shared)
+    assert cmp.only_a == len(a) - len(shared) and cmp.only_b == len(b) - len(shared)
     out = tmp_path / "cmp.json"
     proc = subprocess.run(
         [sys.executable, "-m", "reprolab", "compare", str(pooled), str(block), "--json", str(out)],
