@@ -3,7 +3,7 @@ rerun elsewhere, or two seed sets.
 
     python -m reprolab compare docs/results/dp_noise my-rerun/dp_noise [--tolerance 1e-6]
 
-Each folder holds the method's ``claims.json`` and ``metrics.csv`` (what ``make paper``
+Each folder holds the method's ``claims.json`` and ``metrics.csv`` (or ``metrics.csv.gz``; what ``make paper``
 writes, or ``data/eval/<slug>/`` of a run). The comparison reports:
 
 - **verdicts**, claim by claim and precision by precision: the same, different, or on
@@ -25,6 +25,37 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: a results folder keeps metrics.csv gzipped above this size (git holds results, not data)
+METRICS_GZIP_BYTES = 1 << 20
+
+
+def metrics_file(folder: Path) -> Path:
+    """A results folder's metrics table: ``metrics.csv``, or ``metrics.csv.gz`` where
+    ``make paper`` compressed a large one (pandas reads both)."""
+    plain = Path(folder) / "metrics.csv"
+    packed = plain.with_name("metrics.csv.gz")
+    return packed if packed.is_file() and not plain.is_file() else plain
+
+
+def store_metrics(source: Path, folder: Path) -> Path:
+    """Copy a run's metrics.csv into a results folder: as it is, or gzipped (no name or
+    time in the header, so the same table gives the same bytes) above
+    :data:`METRICS_GZIP_BYTES`."""
+    import gzip
+    import shutil
+
+    if source.stat().st_size <= METRICS_GZIP_BYTES:
+        return Path(shutil.copy2(source, folder / "metrics.csv"))
+    target = folder / "metrics.csv.gz"
+    with (
+        open(source, "rb") as src,
+        open(target, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out,
+    ):
+        shutil.copyfileobj(src, out)
+    return target
+
 
 #: metrics.csv columns that are not part of a unit's key
 VALUE_COLUMNS = ("value",)
@@ -61,7 +92,7 @@ class Comparison:
 def _read(folder: Path) -> tuple[list[dict], Any]:
     import pandas as pd
 
-    claims_path, metrics_path = folder / "claims.json", folder / "metrics.csv"
+    claims_path, metrics_path = folder / "claims.json", metrics_file(folder)
     for path in (claims_path, metrics_path):
         if not path.is_file():
             raise CompareError(f"{path} is missing: {folder} is not a results folder")

@@ -23,7 +23,7 @@ What a run does:
    ``<slug>/seeds-<...>/`` with ``stability.md``): the claims report (``claims.md``,
    ``claims.html``, figures), ``claims.json`` (each entry with its ``evidence``: the
    round it was decided in, or why not and the seeds and minutes it would need),
-   ``metrics.json``, ``metrics.csv`` and ``run.json`` (date, commit, machine with its
+   ``metrics.json``, ``metrics.csv`` (gzipped above 1 MiB) and ``run.json`` (date, commit, machine with its
    CPU model and vector extensions, the rounds, the seeds, and the method's params.yaml
    section as run: with it a plain ``dvc repro`` reproduces the last round). Nothing is
    written there unless the run succeeded; a method's results are replaced as a whole.
@@ -55,7 +55,7 @@ from typing import Any
 
 import yaml
 
-from reprolab import evidence, ledger, registry
+from reprolab import compare, evidence, ledger, registry
 from reprolab.core.machine import machine
 from reprolab.ops import scratch
 
@@ -413,8 +413,9 @@ class PaperRun:
             tmp = dest.with_name(dest.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             (tmp / "plots").mkdir(parents=True)
-            for name in ("claims.json", "metrics.json", "metrics.csv"):
+            for name in ("claims.json", "metrics.json"):
                 shutil.copy2(paths.eval / name, tmp / name)
+            compare.store_metrics(paths.eval / "metrics.csv", tmp)
             for png in sorted((paths.eval / "plots").glob("*.png")):
                 shutil.copy2(png, tmp / "plots" / png.name)
             report.write_views(work, [slug], tmp)

@@ -79,7 +79,7 @@ def test_two_seed_sets_of_one_method_as_the_held_out_block_comparison_counts(tmp
     _, summary = compare_blocks(pooled, block)
     assert cmp.verdicts_differ == summary["differ"] > 0
     # the rows both measured, counted directly (the committed pool may share seeds)
-    a, b = (pd.read_csv(f / "metrics.csv") for f in (pooled, block))
+    a, b = (pd.read_csv(compare.metrics_file(f)) for f in (pooled, block))
     keys = [c for c in a.columns if c != "value"]
     shared = a.astype({k: str for k in keys}).merge(b.astype({k: str for k in keys}), on=keys)
     assert cmp.shared_units == len(shared)
@@ -92,3 +92,34 @@ def test_two_seed_sets_of_one_method_as_the_held_out_block_comparison_counts(tmp
     )
     assert proc.returncode == 1 and f"{cmp.verdicts_differ} differ" in proc.stdout
     assert json.loads(out.read_text())["verdicts_differ"] == cmp.verdicts_differ
+
+
+def test_large_metrics_are_stored_gzipped_byte_for_byte_the_same(tmp_path):
+    import gzip
+
+    src = tmp_path / "metrics.csv"
+    small = pd.DataFrame(
+        {
+            "task": ["t"],
+            "variant": ["m"],
+            "seed": [0],
+            "precision": ["fp32"],
+            "metric": ["acc"],
+            "value": [0.5],
+        }
+    )
+    small.to_csv(src, index=False)
+    (tmp_path / "small").mkdir()
+    assert compare.store_metrics(src, tmp_path / "small").name == "metrics.csv"
+    big = pd.concat([small] * 60_000, ignore_index=True).assign(seed=range(60_000))
+    big.to_csv(src, index=False)
+    assert src.stat().st_size > compare.METRICS_GZIP_BYTES
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        stored = compare.store_metrics(src, tmp_path / name)
+        assert stored.name == "metrics.csv.gz"
+        assert compare.metrics_file(tmp_path / name) == stored
+    packed = [(tmp_path / n / "metrics.csv.gz").read_bytes() for n in ("a", "b")]
+    assert packed[0] == packed[1]  # deterministic: no name or time in the header
+    assert gzip.decompress(packed[0]) == src.read_bytes()
+    pd.testing.assert_frame_equal(pd.read_csv(compare.metrics_file(tmp_path / "a")), big)
