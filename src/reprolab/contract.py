@@ -358,6 +358,10 @@ class TrainedUnit:
     #: wall-clock measurements of the training (e.g. solver seconds): MLflow and
     #: data/runtime/<slug>/train.json, never the checkpoint
     timings: dict[str, float] = field(default_factory=dict)
+    #: training-side quantities of the trained result, read from its weights (e.g. how
+    #: far two fine-tunes moved apart), never from test data: saved in the checkpoint
+    #: (``signals``), logged to MLflow, and read by ``make probe``
+    signals: dict[str, float] = field(default_factory=dict)
 
 
 class TrainedUnits(Mapping):

@@ -82,7 +82,8 @@ def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
     """The training signals of every trained unit: its task, variant and seed, the
     epochs (or steps) run, whether it stopped early, the last training loss and accuracy,
     the best validation loss and accuracy, the last train-validation accuracy gap and its
-    training seconds (the keys its history has)."""
+    training seconds (the keys its history has), and the method's own signals read from
+    the weights (``TrainedUnit.signals``)."""
     import torch
 
     from reprolab.contract import Unit
@@ -116,6 +117,8 @@ def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
                     row[f"best_{key}"] = best(values)
             if "train_acc" in last and "val_acc" in last:
                 row["gap_acc"] = float(last["train_acc"]) - float(last["val_acc"])
+        # the method's own weight-side signals (TrainedUnit.signals)
+        row.update({k: float(v) for k, v in (ckpt.get("signals") or {}).items()})
         out.append(row)
     return out
 
@@ -161,7 +164,10 @@ COLUMNS = (
 
 def to_markdown(record: dict) -> str:
     rows = record["variants"]
+    known = {"variant", "units", *(k for k, _ in COLUMNS)}
     cols = [(k, t) for k, t in COLUMNS if any(k in r for r in rows)]
+    # then the method's own signals, under their own names
+    cols += [(k, k) for k in dict.fromkeys(k for r in rows for k in r) if k not in known]
     lines = [
         f"# Probe `{record['name']}`: {record['method']}",
         "",

@@ -40,7 +40,10 @@ def trained(tmp_path):
     ckpt.mkdir()
     runtime.mkdir()
     for unit, history in HISTORIES.items():
-        torch.save({"state": {}, "history": history}, ckpt / f"{unit.id}.pt")
+        saved = {"state": {}, "history": history}
+        if unit.task == "g2":  # a method's own weight-side signals (TrainedUnit.signals)
+            saved["signals"] = {"dist_ab_rel": 0.25}
+        torch.save(saved, ckpt / f"{unit.id}.pt")
     (ckpt / "units.json").write_text(json.dumps({"units": [u.as_json() for u in HISTORIES]}))
     seconds = {u.id: {"train_seconds": s} for u, s in zip(HISTORIES, (2.0, 4.0, 1.0), strict=True)}
     (runtime / "train.json").write_text(json.dumps({"units": seconds}))
@@ -62,6 +65,7 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
         "seed": 0,
         "train_seconds": 1.0,
         "length": 10.0,
+        "dist_ab_rel": 0.25,
     }
     a, b = probe.summarise(rows)
     assert (a["variant"], a["units"], b["units"]) == ("a", 2, 1)
@@ -87,6 +91,10 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
         }
     )
     assert "| a | 2 | 4 [3, 5] |" in text and "no test metric" in text
+    # the method's own signal gets a column of its own, empty for variants without it
+    header = next(line for line in text.splitlines() if line.startswith("| variant"))
+    assert header.endswith("| dist_ab_rel |")
+    assert "| b | 1 | 10 [10, 10] |" in text and text.rstrip().endswith("0.25 [0.25, 0.25] |")
 
 
 def test_overrides_are_yaml_values():

@@ -482,6 +482,9 @@ def test_new_regime_and_residual_matching_end_to_end(tmp_path):
     assert set(SPEC.variant_metrics("endpoints")) | extra == set(out)
     assert all(math.isfinite(v) for v in out.values())
     assert out["dist_a_base_rel"] > 0 and out["dist_b_base_rel"] > 0
+    # the same weight-side numbers at train time (what a probe reads, no evaluation)
+    assert set(trained.signals) == set(bundle.stats)
+    assert trained.signals == pytest.approx({k: out[k] for k in trained.signals}, rel=1e-6)
     q = quant.quantize(bundle, "int8_dynamic")
     q_out = method.evaluate_unit(run, q, unit, data, trained.history)
     assert {k: q_out[k] for k in bundle.stats} == bundle.stats

@@ -101,12 +101,17 @@ def run(slug: str, root: Path) -> dict:
             ]
             timings = {**result.timings, "train_seconds": seconds}
             io.write_json(done_dir / f"{unit.id}.timings.json", timings)
-            io.save_torch({"state": result.state, "history": history}, done_dir / f"{unit.id}.pt")
+            saved = {"state": result.state, "history": history}
+            if result.signals:
+                saved["signals"] = {k: float(v) for k, v in result.signals.items()}
+            io.save_torch(saved, done_dir / f"{unit.id}.pt")
             tracker.log_history(run_id, result.history)
-            tracker.log_metrics(run_id, timings)
+            tracker.log_metrics(run_id, {**timings, **result.signals})
             shutil.rmtree(partial / "resume" / unit.id, ignore_errors=True)
             last = result.history[-1] if result.history else {}
-            shown = ", ".join(f"{k}={v:.4g}" for k, v in last.items() if k != "epoch")
+            shown = ", ".join(
+                f"{k}={v:.4g}" for k, v in {**last, **result.signals}.items() if k != "epoch"
+            )
             log(f"train@{slug} [{n}/{len(units)}] {unit.id}: {shown} ({seconds:.1f}s)")
 
         if executor.is_local() or not todo:

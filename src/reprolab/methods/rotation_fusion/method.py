@@ -210,7 +210,10 @@ def train_unit(
         for n, net in nets.items()
         for k, v in net.state_dict().items()
     }
-    return TrainedUnit(state=state, history=history)
+    # how far apart the endpoints ended (and, with a base, how far each moved from it):
+    # a property of the weights, which a probe reads before any evaluation
+    signals = matching_stats(cfg, {n: net.eval() for n, net in nets.items()})
+    return TrainedUnit(state=state, history=history, signals=signals)
 
 
 # ---------------------------------------------------------------- restore: the bundle
