@@ -211,6 +211,8 @@ class DataSeed(StrictConfig):
 
 #: the datasets of the ``images`` asset (``reprolab/assets/images.py``)
 ImageDataset = Literal["digits", "mnist", "fashion_mnist"]
+#: the side of each one's (square) images, in pixels
+IMAGE_SIDE: dict[str, int] = {"digits": 8, "mnist": 28, "fashion_mnist": 28}
 
 
 class ImageDatasets(DataSeed):

@@ -10,7 +10,7 @@ config); :func:`part_tensors` turns a prepared part into tensors.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +182,27 @@ def prepare_image_tasks(
     cfg = run.cfg
     folder = run.asset("images")
     return image_tasks(folder, cfg.datasets, cfg.max_rows, cfg.split, cfg.data_seed, parts)
+
+
+def example_rows(n: int) -> Callable:
+    """The ``example_input`` hook of a method on ``x_<part>`` arrays: the first ``n``
+    test inputs (``part_tensors``)."""
+
+    def example_input(run, unit, data: Mapping) -> torch.Tensor:
+        return part_tensors(data, "test")[0][:n]
+
+    return example_input
+
+
+def calibration_rows(n: int) -> Callable:
+    """The ``calibration_inputs`` hook of a method on ``x_<part>`` arrays: the first
+    ``n`` training inputs (never test rows) calibrate the quantizers' activation
+    thresholds."""
+
+    def calibration_inputs(run, unit, data: Mapping, model) -> list:
+        return [part_tensors(data, "train")[0][:n]]
+
+    return calibration_inputs
 
 
 def part_tensors(data: Mapping, part: str) -> tuple[torch.Tensor, torch.Tensor]:

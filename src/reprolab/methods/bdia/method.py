@@ -97,13 +97,8 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
     return out
 
 
-def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
-    return datasets.part_tensors(data, "test")[0][:256]
-
-
-def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
-    """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
-    return [datasets.part_tensors(data, "train")[0][:512]]
+example_input = datasets.example_rows(256)
+calibration_inputs = datasets.calibration_rows(512)
 
 
 def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:

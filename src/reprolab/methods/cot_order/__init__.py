@@ -6,9 +6,8 @@ Coding?" (ICML 2025, OpenReview wSZeQoJ1Vk; no arXiv version found). No official
 found.
 """
 
-from pathlib import Path
-
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
+from reprolab.core import lm
 from reprolab.methods.cot_order.claims import CLAIMS
 from reprolab.methods.cot_order.config import PROFILE_DEFAULTS, CotOrderConfig
 
@@ -33,17 +32,7 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.cot_order.method",
-    quantization=Quantization(
-        schemes=("int8_dynamic",),
-        keep_fp32=("down_proj",),
-        reason=(
-            "int8_dynamic on every linear layer of the LoRA-merged model, except SmolLM2's "
-            "MLP down projections: their inputs carry outliers that per-tensor dynamic "
-            "int8 ranges destroy (README 'Language models': NLL 1.96 -> 3.21 with them, "
-            "2.09 without)"
-        ),
-    ),
+    quantization=lm.quantization(),
     metrics=(
         "pass_at_1",
         "humaneval_pass_at_1",
@@ -54,7 +43,6 @@ SPEC = MethodSpec(
         "new_tokens",
         "humaneval_new_tokens",
     ),
-    readme=Path(__file__).with_name("README.md"),
     assets=("smollm2",),
     test_overrides={
         "n_train": 4,

@@ -5,7 +5,8 @@ Misailovic, Singh; ICML 2025; arXiv 2502.09061). Official code:
 https://github.com/uiuc-focal-lab/CRANE (src/crane/main.py, gsm_grammar.lark).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
+from reprolab.core import lm
 from reprolab.methods.crane.claims import CLAIMS
 from reprolab.methods.crane.config import PROFILE_DEFAULTS, CraneConfig
 
@@ -54,14 +55,7 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    quantization=Quantization(
-        schemes=("int8_dynamic",),
-        keep_fp32=("down_proj",),
-        reason=(
-            "SmolLM2's MLP down projections carry activation outliers that per-tensor "
-            "dynamic int8 breaks (README 'Language models'): they stay fp32"
-        ),
-    ),
+    quantization=lm.quantization(),
     metrics=(*DECODER_METRICS, "parameters"),
     assets=("smollm2",),
     test_overrides={

@@ -229,15 +229,8 @@ def evaluate_unit(
     return out
 
 
-def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
-    x, _ = datasets.part_tensors(data, "test")
-    return x[:256]
-
-
-def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
-    """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
-    x, _ = datasets.part_tensors(data, "train")
-    return [x[:512]]
+example_input = datasets.example_rows(256)
+calibration_inputs = datasets.calibration_rows(512)
 
 
 def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:

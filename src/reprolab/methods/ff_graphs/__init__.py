@@ -4,8 +4,6 @@ Paper: arXiv 2502.06751 (ICML 2025). No official code; the metrics are also impl
 haitzsaezdeocariz/beyondparallelism (proxies.py).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.ff_graphs.claims import CLAIMS
 from reprolab.methods.ff_graphs.config import PROFILE_DEFAULTS, FFGraphsConfig
@@ -29,10 +27,8 @@ SPEC = MethodSpec(
         Variant("random", "budgeted random graph (in-degree of the dilated graph)"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.ff_graphs.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("mixing_time", "fidelity", "hitting_time", "fidelity_raw"),
-    readme=Path(__file__).with_name("README.md"),
     test_overrides={
         "sizes": [8, 16],
         "search_trials": 3,

@@ -5,8 +5,6 @@ transformer layer, checked on contextual SBMs over a homophily sweep and on the
 filter-fitting benchmark. Authors' code: https://github.com/GGA23/GrokFormer
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.grokformer.claims import CLAIMS
 from reprolab.methods.grokformer.config import PROFILE_DEFAULTS, GrokFormerConfig
@@ -48,10 +46,8 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.grokformer.method",
     quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8")),
     metrics=("acc", "sse", "r2", "val_acc"),
-    readme=Path(__file__).with_name("README.md"),
     test_overrides={
         "homophilies": [0.2, 0.8],
         "nodes": 60,

@@ -234,8 +234,7 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
     return out
 
 
-def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
-    return datasets.part_tensors(data, "test")[0][:256]
+example_input = datasets.example_rows(256)
 
 
 def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:

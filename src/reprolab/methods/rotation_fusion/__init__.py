@@ -5,8 +5,6 @@ Fusion" (arXiv 2502.00264). Official code: https://github.com/zhengzaiyi/Rotatio
 (vit-fusion/otfusion/pi_utils.py).
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.rotation_fusion.claims import CLAIMS
 from reprolab.methods.rotation_fusion.config import PROFILE_DEFAULTS, RotationFusionConfig
@@ -60,10 +58,8 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.rotation_fusion.method",
     quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b", *MATCH_METRICS),
-    readme=Path(__file__).with_name("README.md"),
     assets=("images",),
     test_overrides={
         "dataset": "digits",

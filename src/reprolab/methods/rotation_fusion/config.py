@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from reprolab.contract import (
+    IMAGE_SIDE,
     DataSeed,
     ImageDataset,
     MethodConfig,
@@ -17,8 +18,6 @@ from reprolab.contract import (
 )
 
 Regime = Literal["seeds", "finetune"]
-#: image side of each dataset of the ``images`` asset (flattened side x side images)
-IMAGE_SIDE = {"digits": 8, "mnist": 28, "fashion_mnist": 28}
 
 
 class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):

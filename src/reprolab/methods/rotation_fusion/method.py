@@ -345,15 +345,8 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
     return out
 
 
-def example_input(run: Run, unit: Unit, data: dict):
-    x, _ = datasets.part_tensors(data, "test")
-    return x[:64]
-
-
-def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
-    """Training rows (never test rows) calibrate the quantizers' activation thresholds."""
-    x, _ = datasets.part_tensors(data, "train")
-    return [x[:256]]
+example_input = datasets.example_rows(64)
+calibration_inputs = datasets.calibration_rows(256)
 
 
 def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:

@@ -5,9 +5,8 @@ Orthogonal Safety Directions" (arXiv 2502.09674). Official code:
 https://github.com/BMPixel/safety-residual-space
 """
 
-from pathlib import Path
-
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
+from reprolab.core import lm
 from reprolab.methods.safety_dims.claims import CLAIMS
 from reprolab.methods.safety_dims.config import PROFILE_DEFAULTS, SafetyDimsConfig
 
@@ -53,15 +52,7 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.safety_dims.method",
-    quantization=Quantization(
-        schemes=("int8_dynamic",),
-        keep_fp32=("down_proj",),
-        reason=(
-            "SmolLM2's MLP down projections carry activation outliers that per-tensor "
-            "dynamic int8 breaks (README 'Language models'); they stay fp32"
-        ),
-    ),
+    quantization=lm.quantization(),
     metrics=(
         "eff_rank_90",
         "comp0_acc_mid",
@@ -71,7 +62,6 @@ SPEC = MethodSpec(
         "refusal_rate_benign",
         *_REMOVAL,
     ),
-    readme=Path(__file__).with_name("README.md"),
     assets=("smollm2",),
     test_overrides={
         "tiny_layers": 2,

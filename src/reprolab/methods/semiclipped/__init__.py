@@ -6,8 +6,6 @@ Transcriptomics Representations through Morphological Features".
 Code: https://github.com/valence-labs/unimodality-pipeline
 """
 
-from pathlib import Path
-
 from reprolab.contract import MethodSpec, Quantization, Variant
 from reprolab.methods.semiclipped.claims import CLAIMS
 from reprolab.methods.semiclipped.config import PROFILE_DEFAULTS, SemiClippedConfig
@@ -33,10 +31,8 @@ SPEC = MethodSpec(
         Variant("tvn", "TVN-corrected features (no training)", reuses="semiclipped"),
     ),
     claims=CLAIMS,
-    hooks="reprolab.methods.semiclipped.method",
     quantization=Quantization(schemes=("int8_dynamic", "rtn_w8a8")),
     metrics=("recall_ood", "recall_heldout_perts"),
-    readme=Path(__file__).with_name("README.md"),
     test_overrides={
         "n_sims": 1,
         "perts_per_pathway": 4,

@@ -205,8 +205,7 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
         return summarize(attack_images(model, unit, cfg, data), cfg, unit.variant)
 
 
-def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
-    return datasets.part_tensors(data, "test")[0][:64]
+example_input = datasets.example_rows(64)
 
 
 def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
