@@ -63,6 +63,8 @@ Log = Callable[[str], None]
 
 #: a run's state in its copy, written before each round (what ``--resume`` reads)
 STATE = Path(".paper") / "state.json"
+#: a results folder's sub-folder of probe records (``make probe``): kept across runs
+PROBES = "probes"
 
 
 def _now() -> str:
@@ -441,6 +443,9 @@ class PaperRun:
                     # pool used); a replay of the old run does not
                     for old in sorted(dest.glob("seeds-*")):
                         old.rename(tmp / old.name)
+                # the probes that chose the setting stay with every result of it
+                if (dest / PROBES).is_dir() and not (tmp / PROBES).exists():
+                    (dest / PROBES).rename(tmp / PROBES)
                 shutil.rmtree(dest)
             tmp.rename(dest)
             self.log(f"{slug}: results in {dest}")

@@ -217,7 +217,7 @@ def run_probe(
     """Probe ``slug`` at the paper profile with ``overrides`` (see the module doc);
     returns the record it wrote."""
     from reprolab.core.machine import machine
-    from reprolab.paper import _git
+    from reprolab.paper import PROBES, _git
 
     registry.check_slug(slug)
     seeds = list(seeds or DEFAULT_SEEDS)
@@ -225,7 +225,7 @@ def run_probe(
         raise ProbeError(f"probe name {name!r}: one word (letters, digits, - and _)")
     raw = yaml.safe_load((root / "params.yaml").read_text())
     params = probe_params(raw, slug, overrides, seeds)
-    out = Path(out) if out else root / "docs" / "results" / slug / "probes"
+    out = Path(out) if out else root / "docs" / "results" / slug / PROBES
     work = Path(tempfile.mkdtemp(prefix=f"reprolab-probe-{slug}-"))
     scratch.copy_project(root, work, params)
     env = {

@@ -9,7 +9,12 @@ to look at; the assertions read the DOM chromium rendered:
   nothing is fetched from the network (the browser runs with every host unresolvable);
 - the MLflow UI at the report's link for a method (``core.tracking.runs_view_url``): the
   runs table of model training, not MLflow 3's GenAI overview, with a column per claim's
-  fp32 verdict and the verdict values in it.
+  fp32 verdict and the verdict values in it;
+- the Prefect UI's page of the claims artifact a method's flow run publishes: its
+  verdicts readable at 1,400 px, without scrolling sideways.
+
+The screenshots under docs/screenshots/ are these (``mlflow-runs.png``,
+``prefect-artifact.png``) and those of scripts/screenshots.py.
 """
 
 from __future__ import annotations
@@ -118,7 +123,7 @@ def test_mlflow_ui_opens_the_runs_table_with_verdict_columns(reproduced, tmp_pat
             assert ui.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.5)
         url = f"{base}/{tracking.runs_view_url(exp.experiment_id)}"
-        dom = browse(url, ARTIFACTS / "mlflow-runs.png", "2400,900", wait_ms=20000)
+        dom = browse(url, ARTIFACTS / "mlflow-runs.png", "1400,900", wait_ms=20000)
     finally:
         stop(ui)
     not_blank(ARTIFACTS / "mlflow-runs.png")
@@ -145,3 +150,61 @@ def test_three_methods_reports_and_forest_plots_in_a_browser(tmp_path):
     for slug in methods:
         for kind in ("report", "forest"):
             not_blank(out / f"{slug}-{kind}.png")
+
+
+def test_prefect_ui_shows_a_method_flows_verdicts(reproduced, tmp_path):
+    """A method's flow run against a Prefect server (every stage skipped: the copy is up
+    to date) publishes ``claims-ensloss``; its page in the Prefect UI leads with the
+    verdict table, readable at 1,400 px."""
+    from prefect.client.orchestration import SyncPrefectClient
+
+    from tests.smoke.test_prefect import free_port, prefect_env, start, stop, tail, wait_for
+
+    project = tmp_path / "project"
+    shutil.copytree(reproduced, project, symlinks=True)
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = prefect_env(tmp_path / "prefect-home", PREFECT_API_URL=api, PREFECT_UI_ENABLED="true")
+    log = tmp_path / "server.log"
+    server = start(
+        ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        project,
+        env,
+        log,
+    )
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"{api}/health", timeout=2) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+
+    try:
+        wait_for(healthy, 120, "the Prefect server's /api/health", [log], [server])
+        code = (
+            "import sys; from flows.reproduce import reproduce_method; "
+            "reproduce_method('ensloss', sys.argv[1])"
+        )
+        flow = subprocess.run(
+            [str(BIN / "python"), "-c", code, str(project)],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert flow.returncode == 0, flow.stdout[-3000:] + flow.stderr[-3000:] + tail(log)
+        with SyncPrefectClient(api) as client:
+            artifact = client.read_latest_artifacts()
+            by_key = {a.key: a for a in artifact}
+        assert "claims-ensloss" in by_key, sorted(by_key)
+        url = f"http://127.0.0.1:{port}/artifacts/artifact/{by_key['claims-ensloss'].id}"
+        shot = ARTIFACTS / "prefect-artifact.png"
+        dom = browse(url, shot, "1400,1000", wait_ms=20000)
+    finally:
+        stop(server)
+    not_blank(shot)
+    assert "claims-ensloss" in dom, "the artifact page did not open"
+    assert re.search(r">\s*(reproduced|not reproduced|inconclusive)", dom), "no verdict"
+    assert "precision" in dom and "paper" in dom, "no claims table"

@@ -140,9 +140,14 @@ def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(paper_project,
     assert saved["round"] == 1 and saved["commit"]
     with pytest.raises(PaperError, match="ran w2s_bregman, not"):
         PaperRun(root, ["dp_noise"], out=cut, resume=work, log=lambda m: None).run()
+    # a probe record that chose the setting (make probe) stays beside the new results
+    probe = cut / METHOD / "probes" / "regime.md"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("# Probe `regime`\n")
     lines: list[str] = []
     PaperRun(root, [METHOD], out=cut, resume=work, log=lines.append).run()
     assert any("resuming round 1" in line for line in lines)
+    assert probe.read_text() == "# Probe `regime`\n" and (cut / METHOD / "run.json").is_file()
     a = json.loads((whole / METHOD / "run.json").read_text())
     b = json.loads((cut / METHOD / "run.json").read_text())
     assert [r["seeds"] for r in b["rounds"]] == [r["seeds"] for r in a["rounds"]]
