@@ -80,7 +80,8 @@ def probe_params(raw: dict, slug: str, overrides: dict, seeds: list[int]) -> dic
 
 def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
     """The training signals of every trained unit: its task, variant and seed, the
-    epochs (or steps) run, whether it stopped early, the last training loss and accuracy,
+    epochs (or steps) run, whether it stopped early, the training loss half-way through
+    the run (entry ``(len - 1) // 2``) and the last training loss and accuracy,
     the best validation loss and accuracy, the last train-validation accuracy gap and its
     training seconds (the keys its history has), and the method's own signals read from
     the weights (``TrainedUnit.signals``)."""
@@ -111,6 +112,9 @@ def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
             for key in ("train_loss", "train_acc"):
                 if key in last:
                     row[f"last_{key}"] = float(last[key])
+            # whether the loss has flattened: its value half-way through the run
+            if "train_loss" in last and len(history) >= 2:
+                row["mid_train_loss"] = float(history[(len(history) - 1) // 2]["train_loss"])
             for key, best in (("val_loss", min), ("val_acc", max)):
                 values = [float(h[key]) for h in history if h.get(key) is not None]
                 if values:
@@ -153,6 +157,7 @@ def by_task(rows: list[dict[str, Any]], key: str = "best_val_acc") -> dict[str, 
 COLUMNS = (
     ("length", "epochs/steps run"),
     ("stopped_early", "stopped early"),
+    ("mid_train_loss", "train loss half-way"),
     ("last_train_loss", "last train loss"),
     ("last_train_acc", "last train acc"),
     ("best_val_loss", "best val loss"),

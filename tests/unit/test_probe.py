@@ -54,6 +54,7 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
     rows = probe.unit_signals(*trained)
     first, second, third = rows
     assert first["length"] == 3 and first["last_train_loss"] == 0.5
+    assert first["mid_train_loss"] == 1.0 and second["mid_train_loss"] == 1.0  # entries 1, 0
     assert first["best_val_loss"] == 1.2 and first["best_val_acc"] == 0.6
     assert first["gap_acc"] == pytest.approx(1.0 - 0.5)
     assert second["length"] == 5 and second["stopped_early"] == 1.0  # stop_epoch wins
