@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 from reprolab import ledger, registry
+from reprolab.core import claims as core_claims
 
 HEADER = """# Results: one row per paper
 
@@ -152,7 +153,9 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
             need = ev.get("needs_seeds")
             mins = ev.get("needs_minutes")
             rounds = f"undecided after {ev.get('rounds', 1)} round(s): {ev.get('why') or m.get('rule', '')}"
-            if need:
+            if core_claims.rules_out_effect(m, head.get("effect")):
+                rounds += "; " + core_claims.equivalence_text(head["effect"])
+            elif need:
                 rounds += f"; needs ~{need} seeds" + (
                     f" (~{mins:.0f} more min here)" if isinstance(mins, int | float) else ""
                 )

@@ -383,3 +383,22 @@ def test_exhaustive_counts_need_three_units_but_no_interval():
     assert _rules("reproduced", {**zero, "n": 5})[0] == "reproduced"
     verdict, m = _rules("reproduced", {**zero, "n": 2})
     assert verdict == "inconclusive" and m["rule"].startswith("n < 3")
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "bound", "effect", "expected"),
+    [
+        (-0.0108, 0.0033, 0.0, 0.0095, False),  # bdia's accuracy: -0.0108 is past -0.0095
+        (-0.0090, 0.0033, 0.0, 0.0095, True),  # within +-0.0095 of 0 both ways
+        (0.05, 0.15, 0.10, 0.06, True),  # around a non-zero bound
+        (0.03, 0.15, 0.10, 0.06, False),  # 0.03 < 0.10 - 0.06
+        (-0.001, 0.001, 0.0, 0.0, False),  # no effect that matters: nothing to rule out
+        (-0.001, math.inf, 0.0, 0.01, False),  # unbounded
+    ],
+)
+def test_rules_out_effect_by_hand(lo, hi, bound, effect, expected):
+    from reprolab.core.claims import equivalence_text, rules_out_effect
+
+    measured = {"ci_low": lo, "ci_high": hi, "bound": bound}
+    assert rules_out_effect(measured, effect) is expected
+    assert "0.0095" in equivalence_text(0.0095)

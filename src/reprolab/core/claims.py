@@ -1080,6 +1080,25 @@ class Claim:
         }
 
 
+def rules_out_effect(measured: dict[str, Any], effect: float | None) -> bool:
+    """Whether an undecided claim's interval lies within ``effect`` (the smallest effect
+    that matters) of its bound on both sides: an effect of that size is excluded in
+    either direction, and more seeds can decide only a smaller one."""
+    lo, hi, bound = (measured.get(k) for k in ("ci_low", "ci_high", "bound"))
+    if not all(_finite(v) for v in (lo, hi, bound)) or not (_finite(effect) and effect > 0):
+        return False
+    return bound - effect < lo <= hi < bound + effect
+
+
+def equivalence_text(effect: float) -> str:
+    """The reading of an undecided claim for which :func:`rules_out_effect` holds."""
+    return (
+        f"the interval lies within +-{effect:g} (the smallest effect that matters) of the "
+        "bound: an effect of that size is ruled out either way; more seeds could decide "
+        "only a smaller one"
+    )
+
+
 def _needs(measured: dict[str, Any], effect: float, plan: Any, seeds: int) -> dict[str, Any]:
     """For an undecided claim: the seeds at which the plan's last look would decide an
     effect of ``effect`` with 80% power, at the spread observed (per replicate), or why

@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from reprolab import config, registry
 from reprolab.contract import is_runtime_metric
+from reprolab.core import claims as core_claims
 from reprolab.core import io
 from reprolab.core.tracking import UI_WORKFLOW, load_env, log, open_tracker, runs_view_url
 from reprolab.paths import MethodPaths, reports_dir
@@ -283,7 +284,9 @@ def _evidence_text(c: dict) -> str:
     if ev.get("why"):
         text += f": {ev['why']}"
     need = ev.get("needs_seeds")
-    if need and need > len(seeds):
+    if core_claims.rules_out_effect(c.get("measured") or {}, c.get("effect")):
+        text += "; " + core_claims.equivalence_text(c["effect"])
+    elif need and need > len(seeds):
         text += f"; needs ~{need} seeds"
         if isinstance(ev.get("needs_minutes"), int | float):
             text += f" (~{ev['needs_minutes']:.0f} more min here)"
