@@ -123,7 +123,9 @@ def test_mlflow_ui_opens_the_runs_table_with_verdict_columns(reproduced, tmp_pat
             assert ui.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.5)
         url = f"{base}/{tracking.runs_view_url(exp.experiment_id)}"
-        dom = browse(url, ARTIFACTS / "mlflow-runs.png", "1400,900", wait_ms=20000)
+        # MLflow lays its metric columns out before its tag columns (the verdicts) and
+        # opens its assistant panel beside the table: the verdicts need a wide window
+        dom = browse(url, ARTIFACTS / "mlflow-runs.png", "2400,900", wait_ms=20000)
     finally:
         stop(ui)
     not_blank(ARTIFACTS / "mlflow-runs.png")
@@ -164,7 +166,12 @@ def test_prefect_ui_shows_a_method_flows_verdicts(reproduced, tmp_path):
     shutil.copytree(reproduced, project, symlinks=True)
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = prefect_env(tmp_path / "prefect-home", PREFECT_API_URL=api, PREFECT_UI_ENABLED="true")
+    env = prefect_env(
+        tmp_path / "prefect-home",
+        PREFECT_API_URL=api,
+        PREFECT_UI_ENABLED="true",
+        PREFECT_UI_API_URL=api,  # the dashboard calls this port's API, not 4200's
+    )
     log = tmp_path / "server.log"
     server = start(
         ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -199,9 +206,9 @@ def test_prefect_ui_shows_a_method_flows_verdicts(reproduced, tmp_path):
             artifact = client.read_latest_artifacts()
             by_key = {a.key: a for a in artifact}
         assert "claims-ensloss" in by_key, sorted(by_key)
-        url = f"http://127.0.0.1:{port}/artifacts/artifact/{by_key['claims-ensloss'].id}"
+        url = f"http://127.0.0.1:{port}/artifacts/artifact/{by_key['claims-ensloss'].latest_id}"
         shot = ARTIFACTS / "prefect-artifact.png"
-        dom = browse(url, shot, "1400,1000", wait_ms=20000)
+        dom = browse(url, shot, "1400,1000", wait_ms=45000)  # the first load compiles the UI
     finally:
         stop(server)
     not_blank(shot)
