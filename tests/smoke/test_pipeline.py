@@ -145,6 +145,10 @@ def test_mlflow_holds_chain_stage_and_unit_runs(reproduced):
     claims = json.loads((reproduced / "data/eval/ensloss/claims.json").read_text())
     assert {c["precision"] for c in claims if c["headline"]} == {"fp32"}
     assert {f"tags.`verdict.{c['id']}.fp32`" for c in claims} <= set(view["selectedColumns"])
+    # metric columns come before tag columns in MLflow's table: only the headline values
+    assert [col for col in view["selectedColumns"] if col.startswith("metrics.")] == [
+        f"metrics.`claim.{c['id']}.{c['precision']}.value`" for c in claims if c["headline"]
+    ]
     runs = client.search_runs([exp.experiment_id], max_results=1000)
     chains = [r for r in runs if r.data.tags.get("reprolab.kind") == "chain"]
     assert len(chains) == 1 and chains[0].info.status == "FINISHED"

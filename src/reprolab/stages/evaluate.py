@@ -424,15 +424,17 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
     tracker.set_tags(tracker.run_id, tags)
     # the runs table opens on each claim's headline verdict (at fp32, or at the scheme a
     # quantization claim is about), its measured value and the paper's value, then the
-    # same at every other precision, then the profile
+    # verdicts at every other precision, then the profile. MLflow lays every metric column
+    # out before the tag columns, so only the headline values are metric columns: more
+    # would push the verdicts out of the window (the other values stay on the run)
     heads = [c for c in claims if c["headline"]]
     rest = [c for c in claims if not c["headline"]]
     columns = []
-    for c in [*heads, *rest]:
+    for c in heads:
         columns.append(("tags", f"verdict.{c['id']}.{c['precision']}"))
         columns.append(("metrics", f"claim.{c['id']}.{c['precision']}.value"))
-        if c["headline"]:
-            columns.append(("tags", f"paper.{c['id']}"))
+        columns.append(("tags", f"paper.{c['id']}"))
+    columns += [("tags", f"verdict.{c['id']}.{c['precision']}") for c in rest]
     tracker.share_view([*columns, ("tags", "reprolab.profile")])
     if tracker.parent_id:  # so the chain run can be sorted and filtered by verdict too
         tracker.set_tags(tracker.parent_id, tags)
