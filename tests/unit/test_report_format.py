@@ -343,6 +343,21 @@ def test_html_view_is_well_formed_and_escaped_by_the_template(tmp_path):
     assert page.count("<details><summary>details</summary>") == 4
     assert "<b>Per task:</b> t1 vs b: better" in page
     assert '<img src="plots/acc.png"' in page
+    # each method's section: its heading, its claims (its forest plot first when drawn),
+    # then its own figures, before the next method's section
+    forest = tmp_path / "plots" / "alpha_claims_forest.png"
+    with_forest = {"alpha: Alpha": [forest, tmp_path / "plots" / "acc.png"], "beta: Beta": []}
+    sections = report.to_html(_claims_table(), with_forest, tmp_path, quant, _overview())
+    order = [
+        sections.find('id="claims-alpha"'),
+        sections.find('src="plots/alpha_claims_forest.png"'),
+        sections.find("<td>beats_baseline</td>"),
+        sections.find('id="figures-alpha"'),
+        sections.find('src="plots/acc.png"'),
+        sections.find('id="claims-beta"'),
+        sections.find("<td>invariant</td>"),
+    ]
+    assert -1 not in order and order == sorted(order), order
     summary, claims = page.find("Summary"), page.find(">Claims<")
     assert 0 <= summary < claims < page.find("Quantization")
     header = re.search(r"<th>ours \(interval, n\)(.*?)</th>", page).group(1)
