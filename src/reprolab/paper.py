@@ -284,6 +284,8 @@ class PaperRun:
             proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
             seconds = time.perf_counter() - t0
             run["wall"] += seconds
+            # a resume of this round (killed while collecting it) keeps the time spent
+            self._save(work, params, state, run, number)
             if proc.returncode != 0:
                 raise PaperError(
                     f"dvc repro failed in round {number} after {seconds:.0f} s; nothing written "

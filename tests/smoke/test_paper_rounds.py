@@ -154,6 +154,8 @@ def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(paper_project,
     assert [r["verdicts"] for r in b["rounds"]] == [r["verdicts"] for r in a["rounds"]]
     assert b["params"] == a["params"] and b["commit"] == a["commit"]
     assert [r["round"] for r in b["resumed"]] == [1] and "resumed" not in a
+    # the killed attempt's dvc repro time is kept (the resumed round found it all done)
+    assert b["dvc_repro_seconds_all_methods"] >= saved["wall"] > 0
     va = {(c["id"], c["precision"]): c["measured"].get("value") for c in _claims(whole)}
     vb = {(c["id"], c["precision"]): c["measured"].get("value") for c in _claims(cut)}
     assert va == vb
