@@ -154,6 +154,14 @@ def by_task(rows: list[dict[str, Any]], key: str = "best_val_acc") -> dict[str, 
     return {t: {v: statistics.fmean(x) for v, x in vs.items()} for t, vs in cells.items()}
 
 
+#: per-task tables of the probe record (``<key>_by_task``), where a method has several
+#: tasks: the best validation accuracy and the last training accuracy (their difference
+#: tells learning from memorising)
+BY_TASK = (
+    ("best_val_acc", "Best validation accuracy"),
+    ("last_train_acc", "Last training accuracy"),
+)
+
 COLUMNS = (
     ("length", "epochs/steps run"),
     ("stopped_early", "stopped early"),
@@ -194,12 +202,14 @@ def to_markdown(record: dict) -> str:
             v = r.get(key)
             cells.append("" if v is None else f"{v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]")
         lines.append(f"| {r['variant']} | {r['units']} | " + " | ".join(cells) + " |")
-    table = record.get("best_val_acc_by_task") or {}
-    if len(table) > 1:
+    for key, title in BY_TASK:
+        table = record.get(f"{key}_by_task") or {}
+        if len(table) <= 1:
+            continue
         variants = list(dict.fromkeys(v for t in table.values() for v in t))
         lines += [
             "",
-            "Best validation accuracy per task (mean over the probe seeds):",
+            f"{title} per task (mean over the probe seeds):",
             "",
             "| task | " + " | ".join(variants) + " |",
             "|---|" + "---:|" * len(variants),
@@ -255,7 +265,7 @@ def run_probe(
         "params": params["methods"][slug],
         "units": sum(v["units"] for v in variants),
         "variants": variants,
-        "best_val_acc_by_task": by_task(units),
+        **{f"{key}_by_task": by_task(units, key) for key, _ in BY_TASK},
         "unit_signals": units,
         "dvc_repro_seconds": round(seconds, 1),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -96,6 +96,31 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
     header = next(line for line in text.splitlines() if line.startswith("| variant"))
     assert header.endswith("| dist_ab_rel |")
     assert "| b | 1 | 10 [10, 10] |" in text and text.rstrip().endswith("0.25 [0.25, 0.25] |")
+    # the last training accuracy gets a per-task table when a method has tasks
+    sig = [
+        {"unit": "u1", "task": "t1", "variant": "a", "seed": 0, "last_train_acc": 1.0},
+        {"unit": "u2", "task": "t1", "variant": "a", "seed": 1, "last_train_acc": 0.5},
+        {"unit": "u3", "task": "t2", "variant": "b", "seed": 0, "last_train_acc": 0.25},
+        {"unit": "u4", "task": "graph", "variant": "b", "seed": 0, "train_seconds": 1.0},
+    ]
+    table = probe.by_task(sig, "last_train_acc")
+    assert table == {"t1": {"a": 0.75}, "t2": {"b": 0.25}}
+    record = {
+        "name": "x",
+        "method": "m",
+        "seeds": [100],
+        "overrides": {},
+        "units": 4,
+        "dvc_repro_seconds": 1.0,
+        "date": "d",
+        "commit": "c" * 40,
+        "dirty": False,
+        "machine": {},
+        "variants": probe.summarise(sig),
+        "last_train_acc_by_task": table,
+    }
+    lines = probe.to_markdown(record).splitlines()
+    assert "| t1 | 0.750 |  |" in lines and "| t2 |  | 0.250 |" in lines
 
 
 def test_overrides_are_yaml_values():

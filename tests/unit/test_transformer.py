@@ -107,6 +107,13 @@ def test_sequence_tasks_are_seeded_and_labelled_as_documented():
     assert np.array_equal(y, x.sum(1) % 5)
     x, y = tf.sequence_task("first_token", 20, 4, 3, seed=0)
     assert np.array_equal(y, x[:, 0])
+    # majority against a per-row Counter, ties to the smallest token
+    from collections import Counter
+
+    x, y = tf.sequence_task("majority", 200, 7, 3, seed=1)
+    want = [min(t for t, c in Counter(r).items() if c == max(Counter(r).values())) for r in x]
+    assert y.tolist() == want
+    assert len(set(y.tolist())) == 3
     with pytest.raises(ValueError, match="unknown sequence task"):
         tf.sequence_task("parity", 2, 2, 2, 0)
 

@@ -245,7 +245,7 @@ def n_params(model: nn.Module) -> int:
 
 # ---------------------------------------------------------------- synthetic sequence tasks
 
-SequenceTaskName = Literal["first_token", "sum_mod", "max_token"]
+SequenceTaskName = Literal["first_token", "sum_mod", "max_token", "majority"]
 
 
 def sequence_task(
@@ -256,7 +256,11 @@ def sequence_task(
 
     - ``first_token``: the label is the first token (one long-range hop);
     - ``sum_mod``: the sum of all tokens mod ``vocab`` (every position matters);
-    - ``max_token``: the largest token (an order statistic over all positions).
+    - ``max_token``: the largest token (an order statistic over all positions);
+    - ``majority``: the most frequent token, ties to the smallest (a count over all
+      positions: a sink that averages only part of the sequence estimates it with
+      sampling error, so accuracy grades with how evenly the graph mixes every position
+      into the sink).
     """
     rng = np.random.default_rng(seed)
     x = rng.integers(0, vocab, size=(n, length), dtype=np.int64)
@@ -266,6 +270,11 @@ def sequence_task(
         y = x.sum(axis=1) % vocab
     elif name == "max_token":
         y = x.max(axis=1)
+    elif name == "majority":
+        counts = (x[:, :, None] == np.arange(vocab)).sum(axis=1)
+        y = counts.argmax(axis=1)
     else:
-        raise ValueError(f"unknown sequence task {name!r}: first_token, sum_mod or max_token")
+        raise ValueError(
+            f"unknown sequence task {name!r}: first_token, sum_mod, max_token or majority"
+        )
     return x, y.astype(np.int64)

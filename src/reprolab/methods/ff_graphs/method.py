@@ -43,6 +43,10 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         arrays |= {"x_train": x, "y_train": y}
         x, y = sequence_task(task, cfg.n_test, cfg.train_len, cfg.vocab, base + 1)
         arrays |= {"x_test": x, "y_test": y}
+        # validation sequences at the training length (a training signal: the probe
+        # reads them to tell learning from memorising; no claim does)
+        x, y = sequence_task(task, cfg.n_test, cfg.train_len, cfg.vocab, base + 50)
+        arrays |= {"x_val": x, "y_val": y}
         for j, length in enumerate(cfg.test_lens):
             x, y = sequence_task(task, cfg.n_test, length, cfg.vocab, base + 2 + j)
             arrays |= {f"x_len{length}": x, f"y_len{length}": y}
@@ -173,8 +177,17 @@ def train_unit(
             sched.step()
             losses.append(float(loss.detach()))
         model.eval()
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses))})
-        progress(f"epoch {epoch + 1}/{cfg.epochs} loss {history[-1]['train_loss']:.3f}")
+        entry = {"epoch": epoch, "train_loss": float(np.mean(losses))}
+        if "x_val" in data:
+            entry["val_acc"] = _accuracy(model, data["x_val"], data["y_val"])
+        history.append(entry)
+        progress(
+            f"epoch {epoch + 1}/{cfg.epochs} loss {entry['train_loss']:.3f}"
+            + (f" val acc {entry['val_acc']:.3f}" if "val_acc" in entry else "")
+        )
+    # the last training accuracy (first 1,000 training sequences), beside the validation
+    # accuracy: the two tell a (task, family) that learns from one that memorises
+    history[-1]["train_acc"] = _accuracy(model, x[:1000], y[:1000])
     return TrainedUnit(state=model.state_dict(), history=history)
 
 
