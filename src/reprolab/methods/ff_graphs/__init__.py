@@ -32,7 +32,7 @@ SPEC = MethodSpec(
     test_overrides={
         "sizes": [8, 16],
         "search_trials": 3,
-        "search_n": 16,
+        "search_sizes": [16],
         "train_families": ["line", "full", "searched"],
         "train_len": 8,
         "test_lens": [12],

@@ -19,10 +19,11 @@ class FFGraphsConfig(MethodConfig, DataSeed, OptimConfig):
     eps: float = Field(default=0.5, gt=0, lt=2)
     #: sliding-window width
     window: int = Field(default=4, ge=1)
-    #: searched family: number of fractional offsets, search trials, size searched at
+    #: searched family: number of fractional offsets, search trials, and the graph sizes
+    #: whose mean score it maximises
     search_offsets: int = Field(default=3, ge=1, le=8)
     search_trials: int = Field(default=30, ge=1)
-    search_n: int = Field(default=64, ge=8)
+    search_sizes: list[int] = Field(default=[64], min_length=1)
     #: families that get a trained masked-attention model (the rest: metrics only)
     train_families: list[Family] = Field(
         default=["line", "full", "window", "dilated"], min_length=1

@@ -19,6 +19,8 @@ metric adds them, as the paper does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import math
 
 import numpy as np
@@ -244,11 +246,13 @@ def score(adj: np.ndarray, eps: float = 0.5) -> float:
     return math.log(m["fidelity"]) - math.log(m["mixing_time"])
 
 
-def search(n: int, k: int, trials: int, seed: int, eps: float = 0.5) -> list[float]:
+def search(sizes: Sequence[int], k: int, trials: int, seed: int, eps: float = 0.5) -> list[float]:
     """A seeded random search (a cheap stand-in for FunSearch) over graphs with offsets
     {1} and ``k`` fractional offsets f in (0, 1) (scaled to any n as round(f n)): random
-    restarts plus single-offset mutations, scored at size n by ``score``. Returns the
-    best fractions."""
+    restarts plus single-offset mutations, scored by the mean ``score`` over ``sizes``
+    (a rule must be good at every size it is used at: fractions that are good at one n
+    can round to the line graph's offset 1 at a smaller one). Returns the best
+    fractions."""
     rng = np.random.default_rng(seed)
     best, best_score = None, -math.inf
     current = sorted(rng.uniform(0.02, 0.6, size=k).tolist())
@@ -259,7 +263,7 @@ def search(n: int, k: int, trials: int, seed: int, eps: float = 0.5) -> list[flo
             cand = list(best if best is not None else current)
             cand[int(rng.integers(k))] = float(rng.uniform(0.02, 0.6))
             cand = sorted(cand)
-        s = score(offsets_graph(n, scaled_offsets(cand, n)), eps)
+        s = float(np.mean([score(offsets_graph(n, scaled_offsets(cand, n)), eps) for n in sizes]))
         if s > best_score:
             best, best_score = cand, s
     return [round(f, 6) for f in best]

@@ -58,14 +58,18 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
 
 
 @lru_cache(maxsize=64)
-def searched_fractions(seed: int, k: int, trials: int, n: int, eps: float) -> tuple[float, ...]:
-    return tuple(graphs.search(n, k, trials, seed, eps))
+def searched_fractions(
+    seed: int, k: int, trials: int, sizes: tuple[int, ...], eps: float
+) -> tuple[float, ...]:
+    return tuple(graphs.search(sizes, k, trials, seed, eps))
 
 
 def graph(cfg: FFGraphsConfig, family: str, n: int, seed: int | None) -> np.ndarray:
     fr = ()
     if family == "searched":
-        fr = searched_fractions(seed, cfg.search_offsets, cfg.search_trials, cfg.search_n, cfg.eps)
+        fr = searched_fractions(
+            seed, cfg.search_offsets, cfg.search_trials, tuple(cfg.search_sizes), cfg.eps
+        )
     return graphs.build(family, n, seed=seed, w=cfg.window, searched=fr)
 
 
