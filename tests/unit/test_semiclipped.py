@@ -157,3 +157,92 @@ def test_weak_dims_reach_the_image_side_not_the_expression_side():
     assert r2(weak["img"][keep]) > 0.9
     assert r2(weak["tx"][keep]) < r2(weak["img"][keep]) - 0.3
     assert r2(plain["tx"][keep]) > 0.9  # without the option expression sees them too
+
+
+def test_probe_folds_keep_each_perturbation_whole():
+    groups = np.repeat(np.arange(13), 3)
+    folds = sim.probe_folds(groups, 5, seed=0)
+    assert set(folds) == set(range(5))
+    for g in range(13):
+        assert len(set(folds[groups == g])) == 1
+    assert len(set(sim.probe_folds(np.repeat([0, 1, 2], 2), 5, seed=0))) == 3  # <= groups
+
+
+def test_ridge_probes_match_sklearn():
+    """Cross-fitted R^2 and accuracy against sklearn (StandardScaler + Ridge /
+    RidgeClassifier fitted on the same folds; r2_score averages over targets)."""
+    from sklearn.linear_model import Ridge, RidgeClassifier
+    from sklearn.metrics import r2_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(30), 4)
+    x = rng.normal(size=(120, 7)) * rng.uniform(0.5, 3, size=7) + 2.0
+    y = x[:, :3] @ rng.normal(size=(3, 2)) + rng.normal(size=(120, 2))
+    labels = (x[:, 0] + 0.5 * rng.normal(size=120) > 2).astype(int) + (x[:, 1] > 2)
+    folds = sim.probe_folds(groups, 5, seed=3)
+    pred = np.empty_like(y)
+    pred_lab = np.empty_like(labels)
+    for f in range(5):
+        fit, out = folds != f, folds == f
+        pred[out] = (
+            make_pipeline(StandardScaler(), Ridge(alpha=2.0)).fit(x[fit], y[fit]).predict(x[out])
+        )
+        clf = make_pipeline(StandardScaler(), RidgeClassifier(alpha=2.0)).fit(x[fit], labels[fit])
+        pred_lab[out] = clf.predict(x[out])
+    assert sim.probe_r2(x, y, folds, alpha=2.0) == pytest.approx(r2_score(y, pred), abs=1e-10)
+    assert sim.probe_accuracy(x, labels, folds, alpha=2.0) == pytest.approx(
+        (pred_lab == labels).mean()
+    )
+
+
+def _premise(tmp_path, gain: float) -> dict:
+    from reprolab.contract import Run
+    from reprolab.methods.semiclipped import SPEC
+
+    cfg = SPEC.config_model(
+        n_sims=3, perts_per_pathway=16, pbmc_splits=0, tx_weak_dims=4, tx_weak_gain=gain
+    )
+    _, meta = method.prepare(Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path), tmp_path)
+    return meta["premise_check"]
+
+
+def test_premise_check_tells_a_weak_expression_side_from_an_even_one(tmp_path):
+    """The prepare stage's premise check: with tx_weak_gain 1 both sides recover the
+    'weak' dimensions alike (within 0.1 R^2 on every draw), so the check fails; at gain
+    0.1 the image side leads by more than PREMISE_MARGIN on every draw and it holds. The
+    values agree with an sklearn probe rebuilt from the simulator's latent."""
+    from sklearn.linear_model import Ridge
+    from sklearn.metrics import r2_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    even, weak = _premise(tmp_path, 1.0), _premise(tmp_path, 0.1)
+    assert even["sim_target"] == weak["sim_target"] == "latent dimensions 4-7"
+    for task, c in even["tasks"].items():
+        assert abs(c["image_r2"] - c["expression_r2"]) < 0.1, task
+        assert weak["tasks"][task]["image_r2"] == c["image_r2"]  # the image side is untouched
+    assert not even["sim_holds"]
+    for c in weak["tasks"].values():
+        assert c["image_r2"] > 0.8 and c["image_r2"] - c["expression_r2"] > method.PREMISE_MARGIN
+        assert c["raw_image_r2"] - c["raw_expression_r2"] > method.PREMISE_MARGIN
+    assert weak["sim_holds"] and weak["sim_min_lead"] > method.PREMISE_MARGIN
+
+    # sim0 at gain 0.1, rebuilt independently of method.premise_probe_sim
+    d = sim.simulate(0, 8, 16, 6, 48, 2, 8, 32, 24, 1.0, 4, 0.1)
+    rng = np.random.default_rng(1)
+    held = rng.permutation(128)[:38]
+    test_b = rng.permutation(6)[:2]
+    rows = (d["pert"] >= 0) & ~np.isin(d["pert"], held) & ~np.isin(d["batch"], test_b)
+    target = d["z"][d["pert"][rows]][:, 4:]
+    folds = sim.probe_folds(d["pert"][rows], method.PROBE_FOLDS, 2)
+    x = d["tx"][rows].astype(np.float64)
+    pred = np.empty_like(target)
+    for f in np.unique(folds):
+        fit, out = folds != f, folds == f
+        model = make_pipeline(StandardScaler(), Ridge(alpha=method.PROBE_ALPHA))
+        pred[out] = model.fit(x[fit], target[fit]).predict(x[out])
+    assert weak["tasks"]["sim0"]["raw_expression_r2"] == pytest.approx(
+        r2_score(target, pred), abs=1e-4
+    )

@@ -168,3 +168,16 @@ def test_weak_pairs_are_two_different_cells_of_one_pseudo_perturbation(task):
             assert data["pert"][j[0]] == data["pert"][i]
             n += 1
     assert n > 20
+
+
+def test_premise_probe_on_pbmc_reads_training_cells_only(task):
+    """The pbmc premise probe (cell type from each side) scores both halves of the genes
+    well above chance, and never reads a held-out cell: scrambling those changes nothing."""
+    check = method.premise_probe_pbmc(task, 0)
+    chance = 1 / len(np.unique(task["pathway"][pairs.train_rows(task)]))
+    assert check["image_accuracy"] > 2 * chance and check["expression_accuracy"] > 2 * chance
+    held = ~pairs.train_rows(task)
+    scrambled = {k: np.array(v, copy=True) for k, v in task.items()}
+    for key in ("img_emb", "tx_tvn"):
+        scrambled[key][held] = np.random.default_rng(0).normal(size=scrambled[key][held].shape)
+    assert method.premise_probe_pbmc(scrambled, 0) == check

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     import torch
 
 KS = (1, 3, 5, 10, 20)
+#: the premise check's probes: folds over the training perturbations, ridge penalty, and
+#: the least lead of the image side over expression (R^2) that counts as "clearly higher"
+#: on every simulator draw (the margin of the option's first unit test, 73a70fe)
+PROBE_FOLDS, PROBE_ALPHA, PREMISE_MARGIN = 5, 1.0, 0.3
 
 # ---------------------------------------------------------------- prepare
 
@@ -25,7 +29,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     cfg = run.cfg
     # the pbmc source first: a missing package is named before any compute
     src = pbmc.load(raw_dir) if cfg.pbmc_splits else None
-    tasks = {}
+    tasks, checks = {}, {}
     for i in range(cfg.n_sims):
         s = cfg.data_seed * 1000 + i
         d = sim.simulate(
@@ -39,7 +43,9 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         test_b = rng.permutation(cfg.n_batches)[: cfg.test_batches]
         d["test_pert"] = np.isin(d["pert"], held)
         d["test_batch"] = np.isin(d["batch"], test_b)
+        z = d.pop("z")  # the latent is never saved: only the premise check reads it
         tasks[f"sim{i}"] = _frozen_sides(d)
+        checks[f"sim{i}"] = premise_probe_sim(d, z, cfg.latent, cfg.tx_weak_dims, s + 2)
     if src is not None:
         for i in range(cfg.pbmc_splits):
             d = pbmc.make_task(
@@ -50,9 +56,67 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
             # a cell's two views are one measurement: pairs are always two different cells
             d["pair_other_cell"] = np.array(True)
             tasks[f"pbmc{i}"] = _frozen_sides(d)
+            checks[f"pbmc{i}"] = premise_probe_pbmc(d, cfg.data_seed * 1000 + 502 + i)
     meta = {"n_samples": {t: int(len(d["pert"])) for t, d in tasks.items()}}
     meta["n_perts"] = {t: int(d["pert"].max() + 1) for t, d in tasks.items()}
+    meta["premise_check"] = premise_summary(checks, cfg.latent, cfg.tx_weak_dims)
     return tasks, meta
+
+
+def _probe_rows(d: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Training rows only (training perturbations of the training batches), and their
+    folds over perturbations: the check never reads held-out perturbations or batches."""
+    rows = train_rows(d)
+    return rows, sim.probe_folds(d["pert"][rows], PROBE_FOLDS, seed)
+
+
+def premise_probe_sim(d: dict, z: np.ndarray, latent: int, weak_dims: int, seed: int) -> dict:
+    """The paper's premise on one simulator draw: how well a cross-fitted ridge probe
+    recovers the latent dimensions expression measures badly (the last ``weak_dims``;
+    every dimension when 0) from the image side and from the expression side, held-out
+    R^2 over training perturbations. ``image``/``expression``: the frozen sides the
+    method uses (TVN image embedding, TVN transcriptomics input); ``raw_*``: the
+    uncorrected features."""
+    rows, folds = _probe_rows(d, seed)
+    target = z[d["pert"][rows]][:, latent - weak_dims if weak_dims else 0 :]
+    sides = {"image": "img_emb", "expression": "tx_tvn", "raw_image": "img", "raw_expression": "tx"}
+    out = {
+        f"{name}_r2": sim.probe_r2(d[k][rows], target, folds, PROBE_ALPHA)
+        for name, k in sides.items()
+    }
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def premise_probe_pbmc(d: dict, seed: int) -> dict:
+    """The same question on a pbmc68k split, where no latent exists: held-out accuracy of
+    a ridge probe of the cell type (the relationship recall scores) from the image-like
+    side and from the transcriptomics side, over training pseudo-perturbations."""
+    rows, folds = _probe_rows(d, seed)
+    labels = d["pathway"][rows]
+    out = {
+        "image_accuracy": sim.probe_accuracy(d["img_emb"][rows], labels, folds, PROBE_ALPHA),
+        "expression_accuracy": sim.probe_accuracy(d["tx_tvn"][rows], labels, folds, PROBE_ALPHA),
+    }
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def premise_summary(checks: dict, latent: int, weak_dims: int) -> dict:
+    """The premise check as the prepared metadata records it: per task, and for the
+    simulator the smallest image-over-expression lead and whether it is at least
+    ``PREMISE_MARGIN`` on every draw."""
+    dims = f"{latent - weak_dims}-{latent - 1}" if weak_dims else f"0-{latent - 1} (all)"
+    out: dict = {
+        "probe": f"ridge (alpha {PROBE_ALPHA:g}), {PROBE_FOLDS} folds over the training "
+        "perturbations of the training batches, scored on the held-out folds",
+        "sim_target": f"latent dimensions {dims}",
+        "pbmc_target": "cell type",
+        "tasks": checks,
+    }
+    gaps = [c["image_r2"] - c["expression_r2"] for t, c in checks.items() if setting(t) == "sim"]
+    if gaps:
+        out["sim_min_lead"] = round(min(gaps), 4)
+        out["sim_holds"] = bool(min(gaps) >= PREMISE_MARGIN)
+    return out
 
 
 def _frozen_sides(d: dict) -> dict:

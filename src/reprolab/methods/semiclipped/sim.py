@@ -1,5 +1,6 @@
 """Numpy pieces of Semi-Clipped: the seeded two-modality simulator, the batch
-corrections used by PEA (control centering, control scaling, TVN) and recall@k."""
+corrections used by PEA (control centering, control scaling, TVN), recall@k and the
+linear probes of the premise check."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def simulate(
 ) -> dict[str, np.ndarray]:
     """Perturbation latents clustered by pathway, seen through a transcriptomics and an
     image map, each with its own per-batch shift, per-feature scale and correlated noise.
-    Controls have latent zero. Perturbation id -1 marks a control.
+    Controls have latent zero. Perturbation id -1 marks a control. ``z`` is the latent of
+    every perturbation (row = perturbation id), for the premise check only.
 
     ``tx_weak_dims`` latent dimensions (the last ones) reach the transcriptomics side
     scaled by ``tx_weak_gain``: biology the expression profile measures badly and the
@@ -50,6 +52,7 @@ def simulate(
         out["batch"].append(np.full(len(ids), b))
     res = {k: np.concatenate(v) for k, v in out.items()}
     res["pathway"] = np.where(res["pert"] >= 0, pathway[np.maximum(res["pert"], 0)], -1)
+    res["z"] = z
     return res
 
 
@@ -126,3 +129,49 @@ def recall_at_k(emb: np.ndarray, labels: np.ndarray, ks) -> dict[int, float]:
 def pert_means(emb, pert) -> tuple[np.ndarray, np.ndarray]:
     ids = np.unique(pert)
     return ids, np.stack([emb[pert == i].mean(0) for i in ids])
+
+
+# ---------------------------------------------------------------- premise check
+
+
+def probe_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """The fold of every row: whole groups (perturbations) are dealt at random to
+    ``min(n_folds, number of groups)`` folds, so a probe is always scored on
+    perturbations it was not fitted on."""
+    ids, inverse = np.unique(groups, return_inverse=True)
+    k = min(n_folds, len(ids))
+    return (np.random.default_rng(seed).permutation(len(ids)) % k)[inverse]
+
+
+def cross_fit_ridge(x, y, folds, alpha: float = 1.0) -> np.ndarray:
+    """Out-of-fold predictions of ridge regression: each fold is predicted by a fit
+    (intercept; features standardised with the fitting folds' mean and std) on the
+    other folds."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    pred = np.empty_like(y)
+    for f in np.unique(folds):
+        fit, out = folds != f, folds == f
+        mu, sd = x[fit].mean(0), x[fit].std(0)
+        sd = np.where(sd > 0, sd, 1.0)
+        a, y_mean = (x[fit] - mu) / sd, y[fit].mean(0)
+        w = np.linalg.solve(a.T @ a + alpha * np.eye(a.shape[1]), a.T @ (y[fit] - y_mean))
+        pred[out] = (x[out] - mu) / sd @ w + y_mean
+    return pred
+
+
+def probe_r2(x, y, folds, alpha: float = 1.0) -> float:
+    """Out-of-fold R^2 of a ridge probe of ``y`` (samples x targets) from ``x``,
+    1 - SSE / (sum of squares about the mean) over all rows, averaged over targets."""
+    y = np.asarray(y, np.float64).reshape(len(y), -1)
+    pred = cross_fit_ridge(x, y, folds, alpha)
+    sse = ((y - pred) ** 2).sum(0)
+    sst = ((y - y.mean(0)) ** 2).sum(0)
+    return float((1 - sse / sst).mean())
+
+
+def probe_accuracy(x, labels, folds, alpha: float = 1.0) -> float:
+    """Out-of-fold accuracy of a ridge probe of integer ``labels`` from ``x`` (one-hot
+    targets, the highest prediction wins)."""
+    classes, idx = np.unique(labels, return_inverse=True)
+    pred = cross_fit_ridge(x, np.eye(len(classes))[idx], folds, alpha)
+    return float((pred.argmax(1) == idx).mean())
