@@ -26,7 +26,16 @@ SPEC = MethodSpec(
             "(Hungarian-matched BCE + dice)",
             is_method=True,
         ),
-        Variant("unproj", "naive unprojection of the 2D teacher masks to points (no depth test)"),
+        Variant(
+            "unproj",
+            "unprojection of the 2D teacher masks to points: depth-aware (a z-buffer over the "
+            "points) when unproj_depth_tolerance is set, else naive (no depth test)",
+        ),
+        Variant(
+            "unproj_naive",
+            "naive unprojection (no depth test), run next to unproj only when unproj has the "
+            "depth test",
+        ),
         Variant("sup3d", "3D-supervised on ground-truth point labels (upper bound)"),
         Variant(
             "ft_pre2x",
@@ -64,8 +73,14 @@ SPEC = MethodSpec(
         "finetune_scenes": 1,
         "finetune_epochs": 2,
         "quantization": ["int8_dynamic", "rtn_w4a4"],
+        # the paper profile's paths: ray-cast teacher, depth-map unprojection next to the
+        # naive one, validation scenes
+        "teacher": "raycast",
+        "unproj_depth": "sensor",
+        "unproj_depth_tolerance": 0.05,
+        "n_val": 2,
         # every code path at the fewest units: ft_pre1x runs render pretraining and
         # sup3d fine-tuning; the other ft_* variants differ from it in scene counts only
-        "variants": ["render", "unproj", "ft_pre1x"],
+        "variants": ["render", "unproj", "unproj_naive", "ft_pre1x"],
     },
 )

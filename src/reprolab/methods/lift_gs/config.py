@@ -18,6 +18,8 @@ budget (scene visits). ``pretrain_scenes: 0`` turns the comparison off.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
@@ -38,6 +40,26 @@ class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
     teacher_edge_noise: float = prepare_field(0.3, ge=0.0, le=1.0)
     #: an object is 'occluded' when other objects hide at least this fraction of it
     occlusion_threshold: float = prepare_field(0.3, gt=0.0, lt=1.0)
+    #: object centres are drawn in a square of this half-width (smaller: more occlusion)
+    spread: float = prepare_field(0.75, gt=0.0)
+    #: an object's size draw (a sphere's radius; boxes, cylinders and meshes scale with it)
+    object_size: list[float] = prepare_field([0.25, 0.42])
+    #: the cameras' heights above the ground, drawn per view (lower: more occlusion)
+    cam_height: list[float] = prepare_field([0.9, 1.5])
+    #: an object that finds no place clear of the others in 200 draws intersects one
+    #: (True: the results on file) or is left out of the scene (False)
+    allow_overlap: bool = prepare_field(True)
+    #: the least clearance between two objects' footprint circles (0: they may touch)
+    gap: float = prepare_field(0.05, ge=0.0)
+    #: where the teacher's visible-object images come from: ``splat`` renders the
+    #: scene's Gaussians with the render arm's own renderer (the results on file);
+    #: ``raycast`` casts exact rays into the analytic surfaces (primitives, mesh
+    #: triangles) the points were sampled from, independent of the Gaussians and renderer
+    teacher: Literal["splat", "raycast"] = prepare_field("splat")
+    #: validation scenes (procedural, with 3D labels, disjoint from the training and the
+    #: held-out scenes): every trained unit's 3D IoU on them is a training signal
+    #: (``val_miou``), the check that 3D labels are scarce; 0: no validation split
+    n_val: int = prepare_field(0, ge=0)
     #: mesh scenes: unlabeled training scenes (0: no mesh setting) and held-out scenes
     n_train_meshes: int = prepare_field(6, ge=0)
     n_test_meshes: int = prepare_field(6, ge=2)
@@ -57,6 +79,11 @@ class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
     #: depth-aware lifting the paper compares against); None: naive, no depth test (the
     #: results on file)
     unproj_depth_tolerance: float | None = prepare_field(None, gt=0.0)
+    #: what the depth test compares a point's depth with: ``points``, the nearest point
+    #: that projects to its pixel (a z-buffer over the points); ``sensor``, the view's
+    #: depth map of the surfaces (ray cast, as an RGB-D frame gives it; needs
+    #: ``teacher: raycast``)
+    unproj_depth: Literal["points", "sensor"] = prepare_field("points")
     #: extra training-set sizes of the render-supervised variant (each < n_train)
     scaling_scenes: list[int] = prepare_field([6])
     #: pretrain-then-finetune: N unlabeled pretraining scenes (the larger set is 2N)
@@ -88,6 +115,12 @@ class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
             )
         if self.finetune_epochs % 2:
             raise ValueError("finetune_epochs must be even (the 2n-scene baseline runs half)")
+        for name in ("object_size", "cam_height"):
+            value = getattr(self, name)
+            if len(value) != 2 or not 0 < value[0] <= value[1]:
+                raise ValueError(f"{name}: expected [low, high] with 0 < low <= high, got {value}")
+        if self.unproj_depth == "sensor" and self.teacher != "raycast":
+            raise ValueError("unproj_depth: sensor needs teacher: raycast (its depth maps)")
         if self.views_per_step > self.n_views:
             raise ValueError("views_per_step must not exceed n_views")
         return self

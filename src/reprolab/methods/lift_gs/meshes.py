@@ -122,26 +122,32 @@ def random_rotation(rng: np.random.Generator) -> np.ndarray:
 def make_mesh_scene(
     rng: np.random.Generator, p: SceneParams, meshes: tuple | None = None
 ) -> dict[str, np.ndarray]:
-    """One scene of ``min_objects..max_objects`` distinct catalogue meshes, each randomly
-    rotated, scaled to a bounding radius of MESH_SCALE x U(min_size, max_size), resting
+    """One scene of ``min_objects..max_objects`` catalogue meshes (distinct up to the
+    catalogue's size, then repeats, each with its own draws), each randomly rotated, scaled to a bounding radius of MESH_SCALE x U(min_size, max_size), resting
     on the ground (z = 0) without overlapping another object's footprint. Same keys as
-    ``scenes.make_scene`` (points, ids, n_objects, sigma)."""
+    ``scenes.make_scene`` (points, ids, n_objects, sigma, shapes: the placed meshes)."""
     meshes = catalogue() if meshes is None else meshes
     n_obj = int(rng.integers(p.min_objects, p.max_objects + 1))
-    if n_obj > len(meshes):
-        raise ValueError(f"max_objects={p.max_objects} exceeds the {len(meshes)} catalogue meshes")
+    picks = rng.permutation(len(meshes))[:n_obj]
+    if n_obj > len(meshes):  # every mesh once, then repeats (another rotation and size)
+        extra = rng.choice(len(meshes), size=n_obj - len(meshes))
+        picks = np.concatenate([picks, extra])
     placed: list[tuple[np.ndarray, float]] = []
     objects = []
-    for k in rng.permutation(len(meshes))[:n_obj]:
+    for k in picks:
         _, v, f = meshes[int(k)]
         v = v @ random_rotation(rng).T * (MESH_SCALE * rng.uniform(p.min_size, p.max_size))
         bound = float(np.linalg.norm(v[:, :2], axis=1).max())
         for _attempt in range(200):  # rejection: footprints do not intersect
             xy = rng.uniform(-1, 1, 2) * p.spread
-            if all(np.linalg.norm(xy - c) > bound + b + 0.05 for c, b in placed):
+            if all(np.linalg.norm(xy - c) > bound + b + p.gap for c, b in placed):
                 break
+        else:  # no free place found: the last draw intersects another object
+            if not p.allow_overlap:
+                continue  # left out of the scene instead
         placed.append((xy, bound))
         objects.append((v + np.array([xy[0], xy[1], -v[:, 2].min()]), f))
+    n_obj = len(objects)
     areas = np.array([face_areas(v, f).sum() for v, f in objects])
     counts = _allocate(p.n_points, areas)
     pts, ids = [], []
@@ -154,4 +160,5 @@ def make_mesh_scene(
         "ids": np.concatenate(ids).astype(np.int64),
         "n_objects": n_obj,
         "sigma": np.float32(sigma),
+        "shapes": [("mesh", v, f) for v, f in objects],
     }

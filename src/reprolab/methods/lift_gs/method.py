@@ -51,6 +51,12 @@ def scene_params(cfg: LiftGSConfig):
         max_objects=cfg.max_objects,
         n_views=cfg.n_views,
         image_size=cfg.image_size,
+        spread=cfg.spread,
+        min_size=cfg.object_size[0],
+        max_size=cfg.object_size[1],
+        cam_height=tuple(cfg.cam_height),
+        allow_overlap=cfg.allow_overlap,
+        gap=cfg.gap,
         opacity=OPACITY,
     )
 
@@ -64,7 +70,9 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     cfg = run.cfg
     p = scene_params(cfg)
     seed = cfg.data_seed * 2
-    arrays, meta = _setting(cfg, p, cfg.n_train, cfg.n_test, seed, make_scene, "procedural")
+    arrays, meta = _setting(
+        cfg, p, cfg.n_train, cfg.n_test, seed, make_scene, "procedural", n_val=cfg.n_val
+    )
     # one task per training-set size: the first n training scenes, the same test scenes
     tasks = {}
     for n in sorted({cfg.n_train, *cfg.scaling_scenes}):
@@ -87,16 +95,27 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     return tasks, meta
 
 
-def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, what: str):
-    """Training and held-out scenes of one scene setting as the arrays of a task, and
-    their metadata."""
+#: relative depth tolerances of the z-buffered unprojection that prepare measures on the
+#: training scenes (``train_unprojection``), to choose ``unproj_depth_tolerance`` from
+DEPTH_TOLERANCES = (0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2)
+
+
+def _setting(
+    cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, what: str, n_val: int = 0
+):
+    """Training and held-out scenes of one scene setting as the arrays of a task (and
+    ``n_val`` validation scenes with 3D labels), and their metadata."""
     from reprolab.methods.lift_gs.scenes import build_split, intrinsics
 
     noise = (cfg.teacher_drop, cfg.teacher_edge_noise)
-    train = build_split(n_train, p, seed + 1, *noise, with_occlusion=False, make=make)
-    test = build_split(n_test, p, seed + 2, *noise, with_occlusion=True, make=make)
+    kw = {"make": make, "teacher": cfg.teacher}
+    train = build_split(n_train, p, seed + 1, *noise, with_occlusion=False, **kw)
+    test = build_split(n_test, p, seed + 2, *noise, with_occlusion=True, **kw)
     arrays = {f"train_{k}": v for k, v in train.items() if k != "labels"}
-    arrays |= {f"test_{k}": v for k, v in test.items()}
+    arrays |= {f"test_{k}": v for k, v in test.items() if k != "depth"}
+    if n_val:  # only the 3D labels: validation scenes are never trained on
+        val = build_split(n_val, p, seed + 3, *noise, with_occlusion=False, **kw)
+        arrays |= {f"val_{k}": val[k] for k in ("points", "ids", "n_objects")}
     arrays["test_occluded"] = (test["occlusion"] >= cfg.occlusion_threshold).astype(np.int8)
     arrays["intrinsics"] = np.asarray(intrinsics(p), np.float64)
     arrays["opacity"] = np.asarray([p.opacity], np.float32)
@@ -108,7 +127,14 @@ def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, w
             f"objects of the {what} scenes are occluded; the occlusion split needs both kinds"
         )
     return arrays, {
-        "unprojection_label_accuracy": unprojection_accuracy(test, p, cfg.unproj_depth_tolerance),
+        "unprojection_label_accuracy": unprojection_accuracy(
+            test, p, cfg.unproj_depth_tolerance, cfg.unproj_depth
+        ),
+        # the training scenes' diagnostic that the depth tolerance is chosen from: per
+        # depth source and tolerance (naive: no depth test), the share of labelled points
+        # that get their own object's label from noise-free masks, and the share of
+        # in-frame points labelled
+        "train_unprojection": _unprojection_grid(train, p, cfg.teacher),
         "test_objects": n_obj,
         "test_occluded_objects": n_occ,
         "mean_teacher_masks_per_view": float(train["mask_count"].mean()),
@@ -116,35 +142,56 @@ def _setting(cfg: LiftGSConfig, p, n_train: int, n_test: int, seed: int, make, w
     }
 
 
-def unprojection_accuracy(split: dict, p, depth_tolerance: float | None = None) -> float:
+def _unprojection_grid(train: dict, p, teacher: str) -> dict:
+    def stats(tol, source):
+        acc, lab = unprojection_stats(train, p, tol, source)
+        return {"accuracy": acc, "labelled": lab}
+
+    out = {"naive": stats(None, "points")}
+    for source in ("points", "sensor") if teacher == "raycast" else ("points",):
+        out |= {f"{source}_{tol}": stats(tol, source) for tol in DEPTH_TOLERANCES}
+    return out
+
+
+def unprojection_accuracy(
+    split: dict, p, depth_tolerance: float | None = None, source: str = "points"
+) -> float:
     """Share of labelled points whose unprojected label (from the noise-free
     visible-object image of a view) is their own object, over scenes and views: how much
     occlusion alone corrupts unprojected labels (naive), or what a depth test leaves of
-    it (``unproj_depth_tolerance``)."""
+    it (``unproj_depth_tolerance``, against ``source``: see ``unproj_depth``)."""
+    return unprojection_stats(split, p, depth_tolerance, source)[0]
+
+
+def unprojection_stats(
+    split: dict, p, depth_tolerance: float | None = None, source: str = "points"
+) -> tuple[float, float]:
+    """(accuracy, labelled): the share of labelled points whose unprojected label (from
+    the noise-free visible-object images) is their own object, and the share of
+    in-frame points that the depth test keeps labelled (1 when naive), over scenes and
+    views. ``source``: the depth test's reference (``unproj_depth``)."""
     import torch
 
     from reprolab.methods.lift_gs.module import unprojected_targets
     from reprolab.methods.lift_gs.scenes import intrinsics
 
-    hits, total = 0, 0
+    hits, total, in_frame = 0, 0, 0
     for i in range(len(split["points"])):
         n = int(split["n_objects"][i])
         points = torch.from_numpy(split["points"][i])
         for v in range(split["R"].shape[1]):
             labels = torch.from_numpy(split["labels"][i, v].astype(np.int64))
             masks = torch.stack([labels == o for o in range(n)]).to(torch.uint8)
+            cam = (torch.from_numpy(split["R"][i, v]), torch.from_numpy(split["t"][i, v]))
+            in_frame += int(unprojected_targets(points, *cam, masks, intrinsics(p))[0].sum())
+            depth = torch.from_numpy(split["depth"][i, v]) if source == "sensor" else None
             inside, target = unprojected_targets(
-                points,
-                torch.from_numpy(split["R"][i, v]),
-                torch.from_numpy(split["t"][i, v]),
-                masks,
-                intrinsics(p),
-                depth_tolerance,
+                points, *cam, masks, intrinsics(p), depth_tolerance, depth
             )
             got = np.where(target.numpy().any(0), target.numpy().argmax(0), -1)
             hits += int((got == split["ids"][i][inside.numpy()]).sum())
             total += int(inside.sum())
-    return hits / max(total, 1)
+    return hits / max(total, 1), total / max(in_frame, 1)
 
 
 # ---------------------------------------------------------------- train
@@ -152,9 +199,13 @@ def unprojection_accuracy(split: dict, p, depth_tolerance: float | None = None) 
 
 def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
     """Per seed: every signal on all training scenes (render also on fewer), on the mesh
-    scenes, and the pretrain-then-finetune arms; only units of the given tasks."""
+    scenes, and the pretrain-then-finetune arms; only units of the given tasks.
+    ``unproj_naive`` (no depth test) runs next to ``unproj`` only when ``unproj`` has
+    the depth test (``unproj_depth_tolerance`` set)."""
     cfg, seeds, variants = run.cfg, run.seeds, run.variants
     signals = [v for v in variants if v not in FINETUNE]
+    if cfg.unproj_depth_tolerance is None:  # unproj is the naive one itself
+        signals = [v for v in signals if v != "unproj_naive"]
     proc = {"scenes": "procedural"}
     out = []
     for s in seeds:  # every signal on all training scenes; render also on fewer
@@ -234,7 +285,9 @@ def train_unit(
         module = _fit(
             net, unit.variant, data, scenes, cfg.epochs, cfg, unit.seed, resume_dir, run.trainer
         )
-        return TrainedUnit(state=net.state_dict(), history=module.history)
+        return TrainedUnit(
+            state=net.state_dict(), history=module.history, signals=val_signals(net, data)
+        )
     plan = finetune_plan(unit.variant, cfg)
     history = []
     if len(plan["pretrain"]):
@@ -264,7 +317,31 @@ def train_unit(
     )
     offset = len(history)
     history += [{**h, "epoch": h["epoch"] + offset} for h in ft.history]
-    return TrainedUnit(state=net.state_dict(), history=history)
+    return TrainedUnit(state=net.state_dict(), history=history, signals=val_signals(net, data))
+
+
+def val_signals(net, data: dict) -> dict[str, float]:
+    """The trained network's 3D IoU on the validation scenes (``n_val``; none: no
+    signal): the check that 3D labels are scarce (fine-tuning from scratch on the
+    labelled scenes against the 3D-supervised model on all training scenes) reads it,
+    on scenes that are neither trained on nor held out for the claims."""
+    if "val_points" not in data:
+        return {}
+    return {"val_miou": split_miou(net, data, "val")}
+
+
+def split_miou(model, data: dict, split: str) -> float:
+    """Mean Hungarian-matched 3D IoU over the objects of a split's scenes."""
+    import torch
+
+    from reprolab.methods.lift_gs.net import instance_ious
+
+    points = torch.from_numpy(np.asarray(data[f"{split}_points"], np.float32))
+    with torch.inference_mode():
+        logits = torch.cat([model(points[i : i + 8]) for i in range(0, len(points), 8)]).numpy()
+    ids, n_obj = np.asarray(data[f"{split}_ids"]), np.asarray(data[f"{split}_n_objects"])
+    ious = [instance_ious(logits[i], ids[i], int(n_obj[i])) for i in range(len(logits))]
+    return float(np.mean(np.concatenate(ious)))
 
 
 def preview(data: dict, scene: int = 0) -> dict[str, np.ndarray]:

@@ -9,7 +9,9 @@ from reprolab.core.training import HistoryModule
 from reprolab.methods.lift_gs.net import matched_mask_loss
 from reprolab.methods.lift_gs.render import render_views
 
-SIGNALS = ("render", "unproj", "sup3d")
+#: ``unproj`` has the depth test when ``unproj_depth_tolerance`` is set; ``unproj_naive``
+#: never has it
+SIGNALS = ("render", "unproj", "unproj_naive", "sup3d")
 
 
 def unprojected_targets(
@@ -19,13 +21,16 @@ def unprojected_targets(
     masks: torch.Tensor,
     intrinsics: tuple,
     depth_tolerance: float | None = None,
+    depth: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Unprojection of one view's 2D masks (M, H, W) to points (N, 3): a point in front
     of the camera and inside the image takes the mask value of the pixel it projects to.
     Naive (``depth_tolerance`` None): whatever lies in front of it. Depth-aware: only a
-    point within ``depth_tolerance`` (relative) of the nearest point projecting to its
-    pixel is labelled, the rest are left out (a z-buffer over the points, the kind of
-    lifting the paper compares against). Returns (labelled point mask (N,), targets
+    point within ``depth_tolerance`` (relative) of the depth seen at its pixel is
+    labelled, the rest are left out. The depth seen is the view's depth map ``depth``
+    (H, W; inf where no surface), as an RGB-D frame gives it (the lifting of 2D masks the
+    paper's kind of baselines do); without one, the nearest point projecting to the
+    pixel (a z-buffer over the points). Returns (labelled point mask (N,), targets
     (M, n_labelled))."""
     fx, fy, cx, cy, width, height = intrinsics
     xc = points @ R.T + t
@@ -36,9 +41,14 @@ def unprojected_targets(
     inside = (z > 1e-3) & (u >= 0) & (u < width) & (v >= 0) & (v < height)
     if depth_tolerance is not None:
         pixel = (v * int(width) + u).clamp(0, int(width) * int(height) - 1)
-        nearest = torch.full((int(width) * int(height),), float("inf"), dtype=z.dtype)
-        nearest = nearest.scatter_reduce(0, pixel[inside], z[inside], reduce="amin")
-        inside = inside & (z <= nearest[pixel] * (1.0 + depth_tolerance))
+        if depth is None:
+            nearest = torch.full((int(width) * int(height),), float("inf"), dtype=z.dtype)
+            nearest = nearest.scatter_reduce(0, pixel[inside], z[inside], reduce="amin")
+            inside = inside & (z <= nearest[pixel] * (1.0 + depth_tolerance))
+        else:
+            seen = depth.reshape(-1).to(z.dtype)[pixel]
+            near = (z - seen).abs() <= depth_tolerance * seen
+            inside = inside & torch.isfinite(seen) & near
     pix = (v * int(width) + u)[inside]
     return inside, masks.reshape(masks.shape[0], int(width) * int(height))[:, pix].float()
 
@@ -53,7 +63,7 @@ class LiftModule(HistoryModule):
             raise ValueError(f"unknown training signal {signal!r}; one of {SIGNALS}")
         self.net, self.signal, self.seed = net, signal, seed
         self.lr, self.empty_weight = cfg.lr, cfg.empty_weight
-        self.depth_tolerance = cfg.unproj_depth_tolerance
+        self.depth_tolerance = None if signal == "unproj_naive" else cfg.unproj_depth_tolerance
         self.views_per_step = cfg.views_per_step
         self.intrinsics = tuple(float(x) for x in np.asarray(data["intrinsics"]))
         self.intrinsics = (*self.intrinsics[:4], int(self.intrinsics[4]), int(self.intrinsics[5]))
@@ -67,6 +77,10 @@ class LiftModule(HistoryModule):
         self.n_objects, self.sigma = part("n_objects"), part("sigma", torch.float32)
         self.R, self.t = part("R", torch.float32), part("t", torch.float32)
         self.masks, self.mask_count = part("masks"), part("mask_count")
+        # the views' depth maps (ray-cast surfaces, as an RGB-D frame gives them) for the
+        # depth test of unprojection; None: the z-buffer over the points
+        sensor = cfg.unproj_depth == "sensor" and self.depth_tolerance is not None
+        self.depth = part("depth", torch.float32) if sensor else None
         self.opacity = float(np.asarray(data["opacity"])[0])
         self._loss_sum, self._batches = 0.0, 0
 
@@ -84,13 +98,13 @@ class LiftModule(HistoryModule):
             (self.seed * 1_000_003 + self.global_step) * 1009 + int(b)
         )
         views = torch.randperm(self.R.shape[1], generator=gen)[: self.views_per_step]
-        if self.signal == "unproj":
+        if self.signal in ("unproj", "unproj_naive"):
             losses = []
             for v in views.tolist():
                 m = self.masks[b, v, : self.mask_count[b, v]]
                 inside, target = unprojected_targets(
                     self.points[b], self.R[b, v], self.t[b, v], m, self.intrinsics,
-                    self.depth_tolerance,
+                    self.depth_tolerance, None if self.depth is None else self.depth[b, v],
                 )  # fmt: skip
                 losses.append(matched_mask_loss(probs[inside].T, target, w))
             return torch.stack(losses).mean()

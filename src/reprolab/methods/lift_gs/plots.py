@@ -17,7 +17,7 @@ from reprolab.methods.lift_gs.config import FINETUNE
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
 
 
-SIGNALS = ("render", "unproj", "sup3d")
+SIGNALS = ("render", "unproj", "unproj_naive", "sup3d")
 
 
 def _full(table: pd.DataFrame, scenes: str = "procedural") -> pd.DataFrame:
@@ -41,7 +41,7 @@ def _err(values) -> tuple[float, float]:
 
 def miou_by_variant(table: pd.DataFrame, path: Path, scenes: str = "procedural") -> Path:
     rows = _full(table[table.precision == "fp32"], scenes)
-    variants = [v for v in ("render", "unproj", "sup3d") if v in set(rows.variant)]
+    variants = [v for v in SIGNALS if v in set(rows.variant)]
     fig, ax = plt.subplots(figsize=(6, 3.8))
     series = {
         variant: [
@@ -73,7 +73,11 @@ def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
             **style,
         )
     fp = _full(table[(table.metric == "miou") & (table.precision == "fp32")])
-    for variant, color in (("unproj", "tab:red"), ("sup3d", "tab:green")):
+    for variant, color in (
+        ("unproj", "tab:red"),
+        ("unproj_naive", "tab:orange"),
+        ("sup3d", "tab:green"),
+    ):
         vals = fp[fp.variant == variant].value
         if len(vals):
             ax.axhline(vals.mean(), color=color, ls=":", label=f"{variant} (all scenes, fp32)")

@@ -18,7 +18,7 @@ class SceneParams:
     n_points: int = 256
     min_objects: int = 3
     max_objects: int = 4
-    spread: float = 0.75  # object centres in a disk of this radius
+    spread: float = 0.75  # object centres in a square of this half-width
     min_size: float = 0.25
     max_size: float = 0.42
     n_views: int = 8
@@ -28,6 +28,11 @@ class SceneParams:
     cam_height: tuple[float, float] = (0.9, 1.5)
     gaussian_scale: float = 0.8  # sigma = gaussian_scale * mean point spacing
     opacity: float = 0.9
+    #: an object with no free place after 200 draws: placed anyway, intersecting another
+    #: (True, the results on file) or left out of the scene (False)
+    allow_overlap: bool = True
+    #: the least clearance between two objects' footprint circles
+    gap: float = 0.05
 
 
 # ---------------------------------------------------------------- geometry
@@ -80,7 +85,8 @@ def _allocate(total: int, weights: np.ndarray, minimum: int = 8) -> np.ndarray:
 
 def make_scene(rng: np.random.Generator, p: SceneParams) -> dict[str, np.ndarray]:
     """One scene: ``points`` (N, 3), ``ids`` (N,) object index, ``n_objects``,
-    ``sigma`` (the Gaussians' world-space scale)."""
+    ``sigma`` (the Gaussians' world-space scale) and ``shapes``, the analytic surface
+    of each object that its points were sampled from (``raycast``'s shape tuples)."""
     n_obj = int(rng.integers(p.min_objects, p.max_objects + 1))
     placed: list[tuple[np.ndarray, float]] = []
     objects = []
@@ -97,10 +103,14 @@ def make_scene(rng: np.random.Generator, p: SceneParams) -> dict[str, np.ndarray
             bound, height = dims[0], dims[1]
         for _attempt in range(200):  # rejection: objects do not intersect
             xy = rng.uniform(-1, 1, 2) * p.spread
-            if all(np.linalg.norm(xy - c) > bound + b + 0.05 for c, b in placed):
+            if all(np.linalg.norm(xy - c) > bound + b + p.gap for c, b in placed):
                 break
+        else:  # no free place found: the last draw intersects another object
+            if not p.allow_overlap:
+                continue  # left out of the scene instead
         placed.append((xy, bound))
         objects.append((shape, dims, np.array([xy[0], xy[1], height])))
+    n_obj = len(objects)
     areas = np.array([_area(s, d) for s, d, _ in objects])
     counts = _allocate(p.n_points, areas)
     pts, ids = [], []
@@ -119,6 +129,10 @@ def make_scene(rng: np.random.Generator, p: SceneParams) -> dict[str, np.ndarray
         "ids": np.concatenate(ids).astype(np.int64),
         "n_objects": n_obj,
         "sigma": np.float32(sigma),
+        "shapes": [
+            (shape, centre, dims) if shape == "box" else (shape, centre, *dims)
+            for shape, dims, centre in objects
+        ],
     }
 
 
@@ -231,10 +245,19 @@ def build_split(
     edge_noise: float,
     with_occlusion: bool,
     make=make_scene,
+    teacher: str = "splat",
 ) -> dict[str, np.ndarray]:
     """``n_scenes`` scenes with cameras, ground-truth labels and teacher masks, stacked.
     ``make(rng, p)`` builds one scene's points (procedural primitives by default;
-    ``meshes.make_mesh_scene`` for mesh scenes)."""
+    ``meshes.make_mesh_scene`` for mesh scenes).
+
+    ``teacher``: where the visible-object label images (and so the teacher masks and the
+    occlusion of each object) come from. ``splat``: the splatting renderer over the
+    scene's Gaussians, the same renderer and Gaussians the render arm trains through
+    (the results on file). ``raycast``: exact ray casting of the analytic surfaces the
+    points were sampled from (``raycast.py``), independent of the points, the Gaussians
+    and the renderer; the views' depth maps of the surfaces come with it (``depth``,
+    what an RGB-D frame gives, for the depth-aware unprojection)."""
     rng = np.random.default_rng(seed)
     M, S, V = p.max_objects, p.image_size, p.n_views
     out = {
@@ -250,17 +273,30 @@ def build_split(
     }
     if with_occlusion:
         out["occlusion"] = np.full((n_scenes, M), np.nan, np.float32)
+    if teacher == "raycast":  # the views' depth maps of the surfaces (inf: no surface)
+        out["depth"] = np.full((n_scenes, V, S, S), np.inf, np.float32)
     for i in range(n_scenes):
         sc = make(rng, p)
         R, t = make_cameras(rng, p)
         n_obj = int(sc["n_objects"])
-        labels = object_masks(sc["points"], sc["ids"], n_obj, sc["sigma"], R, t, p)
+        if teacher == "raycast":
+            from reprolab.methods.lift_gs.raycast import depth_maps, labels_and_occlusion
+
+            depth = depth_maps(sc["shapes"], R, t, intrinsics(p))
+            labels, occ = labels_and_occlusion(depth)
+            out["depth"][i] = depth.min(-1)
+        elif teacher == "splat":
+            labels = object_masks(sc["points"], sc["ids"], n_obj, sc["sigma"], R, t, p)
+        else:
+            raise ValueError(f"unknown teacher {teacher!r}; one of splat, raycast")
         masks, counts = teacher_masks(labels, n_obj, rng, drop, edge_noise)
         out["points"][i], out["ids"][i] = sc["points"], sc["ids"]
         out["n_objects"][i], out["sigma"][i] = n_obj, sc["sigma"]
         out["R"][i], out["t"][i], out["labels"][i] = R, t, labels
         out["masks"][i, :, :n_obj], out["mask_count"][i] = masks, counts
-        if with_occlusion:
+        if with_occlusion and teacher == "raycast":
+            out["occlusion"][i, :n_obj] = occ
+        elif with_occlusion:
             out["occlusion"][i, :n_obj] = occlusion(
                 sc["points"], sc["ids"], n_obj, sc["sigma"], R, t, p, labels
             )
