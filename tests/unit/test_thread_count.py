@@ -1,7 +1,7 @@
 """Results do not depend on the number of torch threads.
 
 The stages set torch's intra-op threads from ``REPROLAB_THREADS`` (default: every
-core), so the same params on a 2-core laptop and a 64-core server must give the same
+core it may run on), so the same params on a 2-core laptop and a 64-core server must give the same
 numbers. One unit of a network method (EnsLoss, the method variant, at its tiny test
 config: the first unit is its CNN setting's, so convolutions are on the path) is
 trained, restored and evaluated, at full precision and with each of its quantization
@@ -159,3 +159,35 @@ def test_bitdgdm_decomposition_does_not_depend_on_the_thread_count():
     for a, b in zip(one, two, strict=True):
         assert torch.equal(a, b)
     assert torch.get_num_threads() == before
+
+
+def test_default_threads_follow_the_cpu_affinity():
+    """A stage pinned to one core (``taskset -c 0``) gets one thread, not the machine's
+    count; ``REPROLAB_THREADS`` still wins."""
+    import os
+    import shutil
+
+    if shutil.which("taskset") is None:
+        pytest.fail("taskset (util-linux) is needed for this test")
+    code = "from reprolab.core.threads import set_threads; print(set_threads())"
+    env = {k: v for k, v in os.environ.items() if k != "REPROLAB_THREADS"}
+    pinned = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert pinned.stdout.strip() == "1"
+    free = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert int(free.stdout) == len(os.sched_getaffinity(0))
+    forced = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**env, "REPROLAB_THREADS": "3"},
+        check=True,
+    )
+    assert forced.stdout.strip() == "3"

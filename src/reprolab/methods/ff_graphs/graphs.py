@@ -19,9 +19,8 @@ metric adds them, as the paper does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
