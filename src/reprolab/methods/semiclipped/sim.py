@@ -144,19 +144,16 @@ def probe_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
 
 
 def cross_fit_ridge(x, y, folds, alpha: float = 1.0) -> np.ndarray:
-    """Out-of-fold predictions of ridge regression: each fold is predicted by a fit
-    (intercept; features standardised with the fitting folds' mean and std) on the
-    other folds."""
+    """Out-of-fold predictions of ridge regression (sklearn: StandardScaler + Ridge with
+    an intercept): each fold is predicted by a fit on the other folds."""
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import PredefinedSplit, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    pred = np.empty_like(y)
-    for f in np.unique(folds):
-        fit, out = folds != f, folds == f
-        mu, sd = x[fit].mean(0), x[fit].std(0)
-        sd = np.where(sd > 0, sd, 1.0)
-        a, y_mean = (x[fit] - mu) / sd, y[fit].mean(0)
-        w = np.linalg.solve(a.T @ a + alpha * np.eye(a.shape[1]), a.T @ (y[fit] - y_mean))
-        pred[out] = (x[out] - mu) / sd @ w + y_mean
-    return pred
+    model = make_pipeline(StandardScaler(), Ridge(alpha=alpha))
+    return cross_val_predict(model, x, y, cv=PredefinedSplit(np.asarray(folds)))
 
 
 def probe_r2(x, y, folds, alpha: float = 1.0) -> float:
