@@ -29,17 +29,44 @@ def metric_vs_n(table: pd.DataFrame, metric: str, path: Path) -> Path:
 
 
 def ood_vs_metric(table: pd.DataFrame, path: Path) -> Path:
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    """One point per (task, family) mean: colour = precision, marker = task, label =
+    family; each panel's title gives the fp32 Spearman rho the correlation claims test."""
+    from reprolab.methods.ff_graphs.claims import spearman
+
+    markers = ("o", "^", "s", "D")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     for ax, metric in zip(axes, ("fidelity", "mixing_time"), strict=True):
+        rho = None
         for precision, rows in table.groupby("precision"):
             _, means = correlation_points(rows, metric, "ood_acc")
-            ax.scatter(means[metric], means["ood_acc"], label=precision, s=25)
+            tasks = list(dict.fromkeys(means.index.get_level_values("task")))
+            colour = None
+            for k, task in enumerate(tasks):
+                sub = means.xs(task, level="task")
+                dots = ax.scatter(
+                    sub[metric],
+                    sub["ood_acc"],
+                    s=28,
+                    marker=markers[k % len(markers)],
+                    color=colour,
+                    label=f"{task} ({precision})",
+                )
+                colour = dots.get_facecolor()[0]
             if precision == "fp32":
+                rho = spearman(means[metric], means["ood_acc"])
                 for (_task, fam), r in means.iterrows():
-                    ax.annotate(f"{fam}", (r[metric], r["ood_acc"]), fontsize=7)
+                    ax.annotate(
+                        fam,
+                        (r[metric], r["ood_acc"]),
+                        fontsize=7,
+                        xytext=(3, 3),
+                        textcoords="offset points",
+                    )
         ax.set_xscale("log")
         ax.set_xlabel(f"{metric} of the graph at the largest test length")
         ax.set_ylabel("OOD accuracy (mean over seeds and test lengths)")
-        ax.legend(fontsize=8)
-    fig.suptitle("Out-of-distribution accuracy against graph metrics")
+        if rho is not None:
+            ax.set_title(f"fp32 Spearman rho = {rho:+.2f}", fontsize=10)
+        ax.legend(fontsize=7)
+    fig.suptitle("Out-of-distribution accuracy against graph metrics, per (task, family)")
     return save_figure(fig, path)
