@@ -49,13 +49,18 @@ int32 indices, fp32 biases and every layer that was not quantized at full size.
 
 from __future__ import annotations
 
+import collections
 import copy
+import functools
+import hashlib
 import io
 import math
 import statistics
 import time
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -530,12 +535,91 @@ def restore_quantized(
     return model.eval()
 
 
-def load_state(path) -> dict[str, Any]:
-    """``torch.load(weights_only=True)`` of a (possibly quantized) state dict, without the
-    deprecation noise quantized tensors raise on every load."""
+# A state saved against a shared base holds this key: the base's file name (in the same
+# folder) and the base's entries it does not have.
+_BASE_KEY = "__reprolab_base__"
+
+
+@dataclass(frozen=True)
+class SharedBase:
+    """The first state :func:`save_state` wrote for a scheme: the file later states
+    refer to, and a digest of each of its entries."""
+
+    file: str
+    digests: dict[str, str]
+
+
+def _digest(value: Any) -> str:
+    buffer = io.BytesIO()
+    torch.save(value, buffer)  # deterministic bytes for equal tensors, quantized or not
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def save_state(state: dict[str, Any], path: Path, base: SharedBase | None = None) -> SharedBase:
+    """Save a (possibly quantized) state dict at ``path``.
+
+    Without ``base`` the whole state is written and returned as the base of the states
+    saved after it. With ``base``, only the entries that differ from the base's are
+    written, plus a reference to the base file (same folder): units fine-tuned from one
+    pretrained model (a LoRA on a few layers of a language model) share every other
+    quantized layer, which is then stored once instead of once per unit. Returns the base
+    to pass with the next state. :func:`load_state` reads both forms."""
+    path = Path(path)
+    digests = {k: _digest(v) for k, v in state.items()}
+    if base is None:
+        torch.save(state, path)
+        return SharedBase(path.name, digests)
+    delta = collections.OrderedDict(
+        (k, v) for k, v in state.items() if base.digests.get(k) != digests[k]
+    )
+    # the modules' state versions: quantized layers read their packed format by them
+    delta._metadata = getattr(state, "_metadata", None)  # type: ignore[attr-defined]
+    delta[_BASE_KEY] = {"file": base.file, "drop": sorted(set(base.digests) - set(state))}
+    torch.save(delta, path)
+    return base
+
+
+def state_files(path: Path) -> list[Path]:
+    """The files a state saved at ``path`` is read from: itself, then its base if any."""
+    path = Path(path)
+    ref = _load(path, mmap=True).get(_BASE_KEY)  # mmap: the tensors are not read
+    return [path] if ref is None else [path, path.parent / ref["file"]]
+
+
+def _load(path: Path, mmap: bool = False) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.load(path, weights_only=True)
+        return torch.load(path, weights_only=True, mmap=mmap)
+
+
+@functools.lru_cache(maxsize=1)
+def _load_base(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    return _load(Path(path))  # the evaluate stage reads one base for every unit
+
+
+def load_state(path) -> dict[str, Any]:
+    """The state dict saved at ``path`` by :func:`save_state` (or ``torch.save``): its
+    base's entries overlaid with its own, quantized tensors loaded without the
+    deprecation noise they raise on every load."""
+    path = Path(path)
+    state = _load(path)
+    ref = state.pop(_BASE_KEY, None)
+    if ref is None:
+        return state
+    base_path = path.parent / ref["file"]
+    if not base_path.is_file():
+        raise FileNotFoundError(
+            f"{path} stores only what differs from {base_path}, which is missing; "
+            "rerun the quantize stage (dvc repro -f -s quantize@<slug>)"
+        )
+    stat = base_path.stat()
+    base = _load_base(str(base_path.resolve()), stat.st_mtime_ns, stat.st_size)
+    full = collections.OrderedDict((k, state.get(k, v)) for k, v in base.items())
+    for key in ref["drop"]:
+        full.pop(key, None)
+    full.update(state)
+    full._metadata = getattr(state, "_metadata", None)  # type: ignore[attr-defined]
+    return full
 
 
 # ---------------------------------------------------------------------------- measures

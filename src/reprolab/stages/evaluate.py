@@ -306,14 +306,17 @@ class UnitMemo:
     def _key(self, unit: Unit) -> str | None:
         import hashlib
 
+        from reprolab.core import quant
+
         source = self._ctx.spec.source_unit(unit)
         trained = self._train.get(source.id)
         if trained is None:
             return None
         files = [self._ctx.paths.checkpoints / f"{source.id}.pt"]
-        files += [self._ctx.paths.quantized / f"{source.id}.{s}.pt" for s in self._schemes]
-        if not all(f.is_file() for f in files):
+        states = [self._ctx.paths.quantized / f"{source.id}.{s}.pt" for s in self._schemes]
+        if not all(f.is_file() for f in files + states):
             return None
+        files += [f for state in states for f in quant.state_files(state)]
         parts = [self._common, trained, unit.id, *(io.sha256(f) for f in files)]
         return hashlib.sha256("/".join(parts).encode()).hexdigest()[:24]
 

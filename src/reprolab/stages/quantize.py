@@ -1,6 +1,8 @@
 """quantize@<slug>: post-training quantization of every trained unit.
 
-Writes data/quantized/<slug>/<unit>.<scheme>.pt plus quantized.json: per scheme the
+Writes data/quantized/<slug>/<unit>.<scheme>.pt (the first unit's state whole, the
+others as what differs from it: units tuned from one pretrained model share most
+layers) plus quantized.json: per scheme the
 serialized and effective bytes, whether a real low-bit kernel runs it, its coverage (the
 share of the model's parameters it really quantized, summed over units, and the module
 types left at full precision), the relative output error of every quantized layer on
@@ -71,6 +73,10 @@ def run(slug: str, root: Path) -> dict:
             s: {"quantized_parameters": 0, "parameters": 0, "share": 0.0, "full_precision": {}}
             for s in schemes
         }
+        # the first unit's state of each scheme is stored whole, the others as what
+        # differs from it (quant.save_state): LoRA units share all but a few layers
+        bases: dict[str, quant.SharedBase | None] = dict.fromkeys(schemes)
+        stored: dict[str, int] = {}
         with io.atomic_dir(out) as tmp:
             for i, unit in enumerate(units, 1):
                 ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
@@ -94,7 +100,9 @@ def run(slug: str, root: Path) -> dict:
                     )
                     seconds[scheme] += time.perf_counter() - t0
                     _add_coverage(covered[scheme], quant.coverage(model, qmodel))
-                    torch.save(qmodel.state_dict(), tmp / f"{unit.id}.{scheme}.pt")
+                    target = tmp / f"{unit.id}.{scheme}.pt"
+                    bases[scheme] = quant.save_state(qmodel.state_dict(), target, bases[scheme])
+                    stored[scheme] = stored.get(scheme, 0) + target.stat().st_size
                     sizes.setdefault(
                         scheme,
                         {
@@ -121,6 +129,9 @@ def run(slug: str, root: Path) -> dict:
                     "real_kernel": {p.name: p.real_kernel for p in parsed},
                     "coverage": covered,
                     "layer_relative_error": errors,
+                    # bytes on disk for all units, each state stored as what differs
+                    # from the first unit's (quant.save_state)
+                    "stored_bytes": stored,
                 },
             )
         wall = time.perf_counter() - started
