@@ -54,8 +54,14 @@ def test_held_out_templates_are_disjoint_and_cover_every_family():
     assert set(train) | set(test) == set(P.BY_NAME)
     assert sorted(P.BY_NAME[n].family for n in test) == ["arithmetic", "list", "string"]
     assert P.split_templates(1, seed=0) == (train, test)
+    # two of each family's six templates held out: six unseen templates, twelve to train
+    train2, test2 = P.split_templates(2, seed=0)
+    assert len(test2) == 6 and len(train2) == 12 and not set(train2) & set(test2)
+    assert sorted(P.BY_NAME[n].family for n in test2) == sorted(
+        ["arithmetic", "list", "string"] * 2
+    )
     with pytest.raises(ValueError, match="held_out_per_family"):
-        P.split_templates(4, seed=0)
+        P.split_templates(6, seed=0)
 
 
 def test_arms_hold_the_same_content_in_a_different_order():

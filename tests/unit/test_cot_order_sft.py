@@ -159,3 +159,36 @@ def test_prepared_arrays_store_without_pickle(tmp_path):
         sorted(a) == sorted(b)
         for (_, a), (_, b) in zip(pairs["code_first"], pairs["cot_first"], strict=True)
     )
+
+
+def test_ended_within_counts_answers_that_ended_inside_the_budget():
+    reasons = ["stop", "eos", "length", "stop", "prompt_too_long"]
+    used = [10, 40, 64, 64, 0]
+    assert method.ended_within(reasons, used, 64) == 3 / 5
+    assert method.ended_within(reasons, used, 40) == 2 / 5
+    assert method.ended_within(reasons, used, 9) == 0.0
+
+
+def test_finish_check_reports_every_budget_step_and_only_training_templates(
+    tok, monkeypatch, tmp_path
+):
+    cfg = method.CotOrderConfig(finish_check=3, max_new_tokens=70)
+    train, test = P.split_templates(cfg.held_out_per_family, cfg.data_seed)
+    data = {"train_template": np.array(train)}
+    seen = []
+    real = lm.generate
+
+    def spy(model, tokenizer, prompts, *args, **kwargs):
+        seen.extend(prompts)
+        return real(model, tokenizer, prompts, *args, **kwargs)
+
+    monkeypatch.setattr(lm, "generate", spy)
+    monkeypatch.setattr(method, "tokenizer", lambda folder: tok)
+    run = Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path, assets={lm.ASSET: tmp_path})
+    signals = method.finish_signals(run, _model(tok, layers=1), data)
+    assert sorted(signals) == ["train_ended", "train_ended_at_32", "train_ended_at_64"]
+    assert all(0.0 <= v <= 1.0 for v in signals.values())
+    assert signals["train_ended_at_32"] <= signals["train_ended_at_64"] <= signals["train_ended"]
+    # the prompts are fresh problems of training templates, never test templates
+    names = {p.split("`")[1].rsplit("_", 1)[0] for p in seen}
+    assert len(seen) == 3 and names <= set(train) and not names & set(test)

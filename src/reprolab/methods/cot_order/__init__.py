@@ -38,6 +38,8 @@ SPEC = MethodSpec(
         "humaneval_pass_at_1",
         "code_found",
         "humaneval_code_found",
+        "finished",
+        "humaneval_finished",
         "syntax_errors",
         "humaneval_syntax_errors",
         "new_tokens",

@@ -20,8 +20,9 @@ class CotOrderConfig(MethodConfig, DataSeed):
     n_test: int = prepare_field(6, ge=1)
     #: assert statements per problem
     n_tests: int = prepare_field(5, ge=1, le=20)
-    #: HumanEval problems: the first ones of the file
-    n_humaneval: int = prepare_field(3, ge=1, le=164)
+    #: HumanEval problems: the first ones of the file (0: none; the HumanEval claims are
+    #: out of reach at 135M, so the paper profile spends no decoding on them)
+    n_humaneval: int = prepare_field(3, ge=0, le=164)
     # ------------------------------------------------------------------ model
     #: "tiny": lm.tiny_model over the asset's tokenizer (smoke); "smollm2": the real model
     model: Literal["tiny", "smollm2"] = "tiny"
@@ -43,6 +44,11 @@ class CotOrderConfig(MethodConfig, DataSeed):
     #: that stops after the code block; one generate call per model and precision)
     max_new_tokens: int = Field(default=24, ge=1)
     gen_batch: int = Field(default=8, ge=1)
+    #: a training signal for choosing ``max_new_tokens``: after SFT, decode this many
+    #: fresh problems of the *training* templates (never the test templates) and record
+    #: the share whose answer ended (closing fence or end of text) within each budget
+    #: (``TrainedUnit.signals``, read by ``make probe``); 0: none (paper runs)
+    finish_check: int = Field(default=0, ge=0)
     #: sandboxes run at a time when scoring
     sandbox_workers: int = Field(default=2, ge=1)
 

@@ -56,7 +56,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     train_t, test_t = P.split_templates(cfg.held_out_per_family, cfg.data_seed)
     train = P.generate(train_t, cfg.n_train, cfg.data_seed, cfg.n_tests)
     test = P.generate(test_t, cfg.n_test, cfg.data_seed + 1, cfg.n_tests)
-    problems = humaneval.load(cfg.n_humaneval)
+    problems = humaneval.load(cfg.n_humaneval) if cfg.n_humaneval else []
     arrays = {
         "train_template": _strings([e.template for e in train]),
         "train_family": _strings([e.family for e in train]),
@@ -207,9 +207,51 @@ def train_unit(
         f"{len(history)} epochs, loss {history[-1]['train_loss']:.3f}, {tokens:.0f} tokens/epoch"
     )
     state = sft.adapter_state(module.model, first)
+    signals = {}
+    if cfg.finish_check:
+        merged = sft.merged(base_model(cfg, folder), state, cfg.lora_r, cfg.lora_alpha)
+        signals = finish_signals(run, merged, data)
+        progress(f"answers ended within {cfg.max_new_tokens} tokens: {signals['train_ended']:.0%}")
     return TrainedUnit(
-        state=state, history=history, timings={"cache_seconds": cache_s, "fit_seconds": fit_s}
+        state=state,
+        history=history,
+        timings={"cache_seconds": cache_s, "fit_seconds": fit_s},
+        signals=signals,
     )
+
+
+#: the budgets at which the finish check reports the share of ended answers
+BUDGET_STEP = 32
+
+
+def finish_signals(run: Run, model, data: dict) -> dict[str, float]:
+    """The share of answers to ``finish_check`` fresh problems of the *training* templates
+    that ended (closing fence or end of text) within ``max_new_tokens``, and within each
+    multiple of 32 tokens below it (``train_ended_at_<budget>``). A signal for choosing the
+    token budget, read on training templates only."""
+    cfg = run.cfg
+    templates = sorted({str(t) for t in data["train_template"]})
+    fresh = P.generate(templates, cfg.finish_check, cfg.data_seed + 2, cfg.n_tests)
+    gen = lm.generate(
+        model,
+        tokenizer(run.asset(lm.ASSET)),
+        [P.prompt(e) for e in fresh],
+        cfg.max_new_tokens,
+        batch_size=cfg.gen_batch,
+        stop=STOP,
+    )
+    used = [len(t) for t in gen.tokens]
+    out = {"train_ended": ended_within(gen.finish_reasons, used, cfg.max_new_tokens)}
+    for budget in range(BUDGET_STEP, cfg.max_new_tokens, BUDGET_STEP):
+        out[f"train_ended_at_{budget}"] = ended_within(gen.finish_reasons, used, budget)
+    return out
+
+
+def ended_within(reasons: Sequence[str], used: Sequence[int], budget: int) -> float:
+    """The share of answers that ended (``ENDED``) having used at most ``budget`` tokens:
+    greedy decoding with a smaller budget stops the others."""
+    hits = [r in ENDED and n <= budget for r, n in zip(reasons, used, strict=True)]
+    return sum(hits) / len(hits)
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict):
@@ -252,11 +294,22 @@ def score(
     return [str(s) for s in out]
 
 
-def _rates(statuses: list[str], tokens: list[list[int]], prefix: str) -> dict[str, float]:
+#: finish reasons of an answer that ended inside the token budget: the code block's
+#: closing fence, or the model's own end of text
+ENDED = ("stop", "eos")
+
+
+def _rates(
+    statuses: list[str], reasons: Sequence[str], tokens: list[list[int]], prefix: str
+) -> dict[str, float]:
     n = len(statuses)
+    if n == 0:  # no problems of this kind in the profile (HumanEval: n_humaneval 0)
+        names = ("pass_at_1", "code_found", "finished", "syntax_errors", "new_tokens")
+        return {f"{prefix}{name}": float("nan") for name in names}
     return {
         f"{prefix}pass_at_1": sum(s == "passed" for s in statuses) / n,
         f"{prefix}code_found": sum(s not in (NO_GENERATION, NO_CODE) for s in statuses) / n,
+        f"{prefix}finished": sum(r in ENDED for r in reasons) / n,
         f"{prefix}syntax_errors": sum(s == "syntax_error" for s in statuses) / n,
         f"{prefix}new_tokens": float(np.mean([len(t) for t in tokens])),
     }
@@ -285,8 +338,8 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
         cfg.sandbox_workers,
     )
     return {
-        **_rates(own_status, gen.tokens[:k], ""),
-        **_rates(he_status, gen.tokens[k:], "humaneval_"),
+        **_rates(own_status, gen.finish_reasons[:k], gen.tokens[:k], ""),
+        **_rates(he_status, gen.finish_reasons[k:], gen.tokens[k:], "humaneval_"),
         "generate_seconds": gen.seconds,
     }
 

@@ -1,5 +1,6 @@
 """cot_order figures: pass@1 per SFT arm (mean and 95% interval over seeds) on the own
-held-out templates and on HumanEval, at every precision; SFT training loss per arm."""
+held-out templates and on HumanEval (when measured), the share of answers that finished
+inside the token budget, at every precision; SFT training loss per arm."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from reprolab.core.stats import t_interval
 
 ARMS = ("code_only", "cot_first", "code_first")
 PANELS = (
-    ("pass_at_1", "own test split (held-out templates)"),
-    ("humaneval_pass_at_1", "HumanEval"),
+    ("pass_at_1", "pass@1", "own test split (held-out templates)"),
+    ("finished", "share of answers", "answer ended inside the token budget"),
+    ("humaneval_pass_at_1", "pass@1", "HumanEval"),
 )
 
 
@@ -25,11 +27,17 @@ def _mean_err(values: np.ndarray) -> tuple[float, float]:
 
 
 def pass_at_1(table: pd.DataFrame, path: Path) -> Path:
+    """pass@1 and the share of finished answers per arm; a panel whose metric was not
+    measured (HumanEval with ``n_humaneval: 0``) is left out."""
     precisions = list(dict.fromkeys(table.precision))
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(5.2 * len(PANELS), 3.6), squeeze=False)
+    finite = table[np.isfinite(table.value.astype(float))]
+    panels = [p for p in PANELS if (finite.metric == p[0]).any()]
+    if not panels:
+        raise ValueError("no finite pass@1 or finished values to plot")
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.6), squeeze=False)
     width = 0.8 / max(len(precisions), 1)
-    for ax, (metric, title) in zip(axes[0], PANELS, strict=True):
-        rows = table[table.metric == metric]
+    for ax, (metric, ylabel, title) in zip(axes[0], panels, strict=True):
+        rows = finite[finite.metric == metric]
         for j, precision in enumerate(precisions):
             stats = [
                 _mean_err(
@@ -52,11 +60,11 @@ def pass_at_1(table: pd.DataFrame, path: Path) -> Path:
                 vals = rows[(rows.variant == arm) & (rows.precision == precision)].value
                 ax.scatter(np.full(len(vals), x[arm_i]), vals, s=8, color="black", zorder=3)
         ax.set_xticks(np.arange(len(ARMS)), ARMS)
-        ax.set_ylabel("pass@1")
+        ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle("pass@1 per SFT arm (mean, 95% CI over seeds; dots: seeds)")
+    fig.suptitle("per SFT arm: mean, 95% CI over seeds; dots: seeds")
     fig.tight_layout()
     return save_figure(fig, path)
 

@@ -132,6 +132,32 @@ TEMPLATES: tuple[Template, ...] = (
         ],
         lambda r, p: (r.randint(-30, 30),),
     ),
+    Template(
+        "distance_to",
+        "arithmetic",
+        "x",
+        lambda p: f"returns the distance between x and {p['c']} (never negative)",
+        lambda r: {"c": r.randint(-9, 9)},
+        lambda p: [
+            (f"d = x - {p['c']}", f"Subtract {p['c']} from x."),
+            ("if d < 0:\n        d = -d", "If the difference is negative, flip its sign."),
+            ("return d", "Return the distance."),
+        ],
+        lambda r, p: (r.randint(-20, 20),),
+    ),
+    Template(
+        "square_plus",
+        "arithmetic",
+        "x",
+        lambda p: f"returns x squared plus {p['b']}",
+        lambda r: {"b": r.randint(-9, 9)},
+        lambda p: [
+            ("y = x * x", "Multiply x by itself."),
+            (f"y = y + {p['b']}", f"Add {p['b']} to the square."),
+            ("return y", "Return the result."),
+        ],
+        lambda r, p: (r.randint(-12, 12),),
+    ),
     # ---------------------------------------------------------------- list
     Template(
         "keep_above",
@@ -194,6 +220,34 @@ TEMPLATES: tuple[Template, ...] = (
         ],
         lambda r, p: (_ints(r, r.randint(0, 7)),),
     ),
+    Template(
+        "sum_even",
+        "list",
+        "xs",
+        lambda p: "returns the sum of the even elements of xs",
+        lambda r: {},
+        lambda p: [
+            ("total = 0", "Start a running total at 0."),
+            (
+                "for v in xs:\n        if v % 2 == 0:\n            total += v",
+                "Add each element that is divisible by 2.",
+            ),
+            ("return total", "Return the total."),
+        ],
+        lambda r, p: (_ints(r, r.randint(0, 7)),),
+    ),
+    Template(
+        "last_or_default",
+        "list",
+        "xs",
+        lambda p: f"returns the last element of xs, or {p['d']} when xs is empty",
+        lambda r: {"d": r.randint(-5, 5)},
+        lambda p: [
+            (f"if not xs:\n        return {p['d']}", f"If xs is empty, return {p['d']}."),
+            ("return xs[-1]", "Otherwise return the last element."),
+        ],
+        lambda r, p: (_ints(r, r.randint(0, 5)),),
+    ),
     # ---------------------------------------------------------------- string
     Template(
         "reversed_text",
@@ -249,6 +303,30 @@ TEMPLATES: tuple[Template, ...] = (
             ("return head + tail", "Return the two parts joined."),
         ],
         lambda r, p: (_word(r, 0, 8),),
+    ),
+    Template(
+        "starts_with",
+        "string",
+        "s",
+        lambda p: f"returns True when s begins with {p['pre']!r}",
+        lambda r: {"pre": _word(r, 1, 2)},
+        lambda p: [
+            (f"head = s[:{len(p['pre'])}]", f"Take the first {len(p['pre'])} characters of s."),
+            (f"return head == {p['pre']!r}", f"Return whether they equal {p['pre']!r}."),
+        ],
+        lambda r, p: (p["pre"] + _word(r, 0, 5) if r.random() < 0.5 else _word(r, 0, 7),),
+    ),
+    Template(
+        "repeat_joined",
+        "string",
+        "s",
+        lambda p: f"returns {p['k']} copies of s joined by {p['sep']!r}",
+        lambda r: {"k": r.randint(2, 4), "sep": r.choice(["-", ",", " ", "+"])},
+        lambda p: [
+            (f"parts = [s] * {p['k']}", f"Make a list holding s {p['k']} times."),
+            (f"return {p['sep']!r}.join(parts)", f"Join the copies with {p['sep']!r}."),
+        ],
+        lambda r, p: (_word(r, 0, 5),),
     ),
 )
 BY_NAME = {t.name: t for t in TEMPLATES}
