@@ -68,8 +68,10 @@ def probe_params(raw: dict, slug: str, overrides: dict, seeds: list[int]) -> dic
     params = scratch.cut_params(raw, [slug], list(seeds), "paper")
     section = dict(params["methods"][slug] or {})
     paper = dict(section.get("paper") or {})
-    paper.pop("evidence", None)  # a probe is one look at its own seeds
-    section["paper"] = {**paper, **overrides}
+    paper.pop("evidence", None)
+    # a probe is one look at its own seeds, whatever the method's evidence plan says
+    one_look = {"first": len(seeds), "max_seeds": len(seeds)}
+    section["paper"] = {**paper, **overrides, "evidence": one_look}
     params["methods"][slug] = section
     try:
         config.validate(params)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from reprolab import probe
+from reprolab import probe, registry
 from reprolab.contract import Unit
 
 HISTORIES = {
@@ -145,3 +145,21 @@ def test_a_bad_setting_is_refused_before_any_copy(tmp_path, monkeypatch):
     assert copies == [] and not any(tmp_path.iterdir())
     with pytest.raises(probe.ProbeError, match="one word"):
         probe.run_probe(ROOT, "grokformer", {}, "a/b", out=tmp_path)
+
+
+def test_a_probe_is_one_look_at_its_seeds_whatever_the_evidence_plan():
+    """cot_order's paper profile asks for 3 seeds in its first look (code default); a
+    probe on 2 seeds is still valid, and a probe never plans more rounds."""
+    from reprolab import config
+    from tests.conftest import ROOT
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert registry.get("cot_order").profile_defaults["paper"]["evidence"]["first"] == 3
+    params = probe.probe_params(raw, "cot_order", {"max_new_tokens": 64}, [100, 101])
+    assert params["methods"]["cot_order"]["paper"]["evidence"] == {"first": 2, "max_seeds": 2}
+    section = params["methods"]["cot_order"]["paper"]
+    cfg = config.method_config(
+        "cot_order", "paper", section, "probe", evidence=params.get("evidence", {}).get("paper")
+    )
+    assert cfg.evidence.seeds(params["seeds"]["paper"]) == [100, 101]
+    assert cfg.max_new_tokens == 64
