@@ -5,8 +5,9 @@
 # - with --paper (what `make paper` runs) only dataset-fashion-mnist: Fashion-MNIST
 #   for the paper profile, read from /usr/share/datasets/fashion-mnist/ (optional: a
 #   warning; `make data` fetches it without root). The tests do not need it;
-# - with --browser (what `make test-slow` runs) only chromium: the headless browser that
-#   screenshots the claims report and the MLflow UI (required there: exits 1).
+# - chromium: the headless browser that renders the claims report (the fast tier's
+#   tests/real) and screenshots the MLflow and Prefect UIs (`make test-slow`); required
+#   by both (exits 1); `--browser` checks it alone.
 set -euo pipefail
 
 have_postgres() {
@@ -45,6 +46,10 @@ if [ "${1:-}" = "--browser" ]; then
 fi
 if ! have_postgres && ! apt_install postgresql "the MLflow server tests"; then
   echo "PostgreSQL is missing: install it (Debian: sudo apt-get install -y postgresql)" >&2
+  exit 1
+fi
+if ! command -v chromium >/dev/null 2>&1 && ! apt_install chromium "the headless-browser tests"; then
+  echo "chromium is missing: install it (Debian: sudo apt-get install -y chromium)" >&2
   exit 1
 fi
 exit 0

@@ -27,15 +27,15 @@ from reprolab.contract import TrainerConfig
 from reprolab.core.training import ClassifierModule, fit
 
 
-def run(devices, batch, strategy):
+def run(devices, batch, strategy, epochs):
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(256, 10, generator=gen)
     y = (x[:, 0] + x[:, 1] > 0).long() + (x[:, 2] > 1).long()
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(10, 32), torch.nn.Tanh(), torch.nn.Linear(32, 3))
-    module = ClassifierModule(net, lr=0.01, epochs=4)
+    module = ClassifierModule(net, lr=0.01, epochs=epochs)
     settings = TrainerConfig(accelerator="cpu", devices=devices, strategy=strategy)
-    state = fit(module, DataLoader(TensorDataset(x, y), batch_size=batch), None, 4,
+    state = fit(module, DataLoader(TensorDataset(x, y), batch_size=batch), None, epochs,
                 trainer=settings)
     with torch.no_grad():
         pred = module.net(x).argmax(-1)
@@ -43,8 +43,10 @@ def run(devices, batch, strategy):
 
 
 if __name__ == "__main__":
-    one, pred1, w1, s1 = run(1, 32, "auto")
-    two, pred2, w2, s2 = run(2, 16, "ddp_spawn")
+    import sys
+    epochs = int(sys.argv[1])
+    one, pred1, w1, s1 = run(1, 32, "auto", epochs)
+    two, pred2, w2, s2 = run(2, 16, "ddp_spawn", epochs)
     diff = max(float((a - b).detach().abs().max()) for a, b in zip(one.parameters(), two.parameters()))
     print("RESULT " + json.dumps({
         "world_sizes": [w1, w2], "steps": [s1, s2], "max_weight_diff": diff,
@@ -53,15 +55,26 @@ if __name__ == "__main__":
 """
 
 
-def test_two_process_ddp_matches_one_process_at_the_same_effective_batch(tmp_path):
-    script = tmp_path / "ddp_check.py"
+def ddp_check(folder, epochs: int) -> dict:
+    """Train one process at batch 32 and two gloo processes at batch 16 each for
+    ``epochs`` epochs of 8 steps; the two runs' world sizes, steps, largest weight
+    difference and whether their predictions agree."""
+    script = folder / "ddp_check.py"
     script.write_text(SCRIPT)
     proc = subprocess.run(
-        [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, str(script), str(epochs)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-4000:]
-    out = json.loads(lines[-1][len("RESULT ") :])
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def test_two_process_ddp_matches_one_process_at_the_same_effective_batch(tmp_path):
+    out = ddp_check(tmp_path, 4)
     assert out["world_sizes"] == [1, 2]
     assert out["steps"] == [32, 32]  # 4 epochs x 8 steps in both
     assert out["max_weight_diff"] < 1e-5, out
