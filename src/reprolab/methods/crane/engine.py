@@ -51,8 +51,7 @@ class EngineMask:
                 "crane needs llguidance: pip install --no-deps llguidance==1.9.1 "
                 "(pinned in requirements.lock)"
             ) from err
-        import torch
-        from llguidance.torch import allocate_token_bitmask
+        import numpy as np
 
         self.grammar = grammar or Grammar()
         self.vocab = list(vocab)
@@ -67,22 +66,16 @@ class EngineMask:
         if bad:
             raise ValueError(f"llguidance rejects the span grammar: {messages}")
         self._matcher = llguidance.LLMatcher
-        self._bitmask = allocate_token_bitmask(1, self._tok.vocab_size)
-        self._shifts = torch.arange(32, dtype=torch.int32)
         special = set(getattr(tokenizer, "all_special_ids", ()))
-        self._keep = torch.tensor(
-            [bool(t) and i not in special for i, t in enumerate(self.vocab)], dtype=torch.bool
-        )
+        self._keep = np.array([bool(t) and i not in special for i, t in enumerate(self.vocab)])
 
     def allowed(self, span: str) -> list[int]:
         """Ids of the tokens t with ``grammar.span_ok(span + vocab[t])``."""
-        import torch
-        from llguidance.torch import fill_next_token_bitmask
+        import numpy as np
 
         matcher = self._matcher(self._tok, self._grammar, log_level=0)
         if not matcher.consume_tokens(self._tok.tokenize_str(span)) or matcher.is_error():
             return []  # not a valid prefix: no token can make it one
-        fill_next_token_bitmask(matcher, self._bitmask, 0)
-        bits = (self._bitmask[0].unsqueeze(-1) >> self._shifts) & 1
-        ok = bits.flatten()[: len(self.vocab)].bool() & self._keep
-        return torch.nonzero(ok).flatten().tolist()
+        # llguidance's bitmask: little-endian 32-bit words, bit i of the vector = token i
+        bits = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: len(self.vocab)].astype(bool) & self._keep).tolist()
