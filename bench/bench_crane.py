@@ -1,17 +1,18 @@
 """CRANE's grammar cost on SmolLM2's real vocabulary: mask build time and ms per
-constrained step.
+constrained step, for the decoders' mask (llguidance, ``EngineMask``) and the lark mask
+it replaced (``TokenMask``: lark's parser copied per candidate token), side by side.
 
 Run with ``python bench/bench_crane.py --out bench/results/crane.json`` (writes the JSON
 and a Markdown table next to it). Measured, one thread (the machine may be shared):
 
-- setup: building the :class:`TokenMask` (cutting the 49k-token vocabulary to the tokens
-  made of the grammar's characters);
-- per span prefix typical of an answer: the check of one sampled token
-  (``span_ok``, what every constrained step pays) and the mask (``allowed``, paid only
-  when the sampled token fails);
+- setup: building each mask (lark: cutting the 49k-token vocabulary to the tokens made
+  of the grammar's characters; llguidance: its tokenizer trie and the compiled grammar);
+- per span prefix typical of an answer: the check of one sampled token (lark's
+  ``span_ok``, what every constrained step pays) and each mask (``allowed``, paid only
+  when the sampled token fails: the mask cost per masked token);
 - whole constrained steps: a constrained decode of a random tiny model over the real
-  tokenizer (its tokens fail almost always, so nearly every step builds a mask: the
-  worst case), ms of grammar work per step, model time excluded.
+  tokenizer with each mask (its tokens fail almost always, so nearly every step builds a
+  mask: the worst case), ms of grammar work per step, model time excluded.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 
 from reprolab.core import lm
 from reprolab.methods.crane.decode import Decoder
+from reprolab.methods.crane.engine import EngineMask
 from reprolab.methods.crane.grammar import Grammar, TokenMask
 from reprolab.methods.crane.method import _Shape
 
@@ -48,56 +50,93 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     tok = lm.load_tokenizer()
-    vocab = [tok.decode([i], skip_special_tokens=True) for i in range(len(tok))]
+    vocab = [
+        tok.decode([i], skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        for i in range(len(tok))
+    ]
     grammar = Grammar()
     grammar.valid_prefix("")  # build the lark parser outside the timings
-    t0 = time.perf_counter()
-    mask = TokenMask(grammar, vocab)
-    build_ms = (time.perf_counter() - t0) * 1e3
+    masks, build_ms = {}, {}
+    for name, make in (
+        ("lark", lambda: TokenMask(grammar, vocab)),
+        ("llguidance", lambda: EngineMask(tok, vocab, grammar)),
+    ):
+        t0 = time.perf_counter()
+        masks[name] = make()
+        build_ms[name] = (time.perf_counter() - t0) * 1e3
     digit = vocab.index("7")
-    spans = {
-        s: {
+    spans = {}
+    for s in SPANS:
+        allowed = {name: m.allowed(s) for name, m in masks.items()}
+        if allowed["lark"] != allowed["llguidance"]:
+            raise SystemExit(f"the two masks disagree on {s!r}")
+        spans[s] = {
             "check_ms": _ms(lambda s=s: grammar.span_ok(s + vocab[digit]), args.repeat * 20),
-            "mask_ms": _ms(lambda s=s: mask.allowed(s), args.repeat),
-            "allowed": len(mask.allowed(s)),
+            **{
+                f"mask_ms_{n}": _ms(lambda s=s, m=m: m.allowed(s), args.repeat)
+                for n, m in masks.items()
+            },
+            "allowed": len(allowed["lark"]),
         }
-        for s in SPANS
-    }
     model = lm.tiny_model(_Shape(len(vocab), tok.eos_token_id, tok.eos_token_id), init_std=0.3)
-    dec = Decoder(vocab, mask, "constrained", max_new_tokens=24, eos_id=tok.eos_token_id)
-    ids = list(tok("Answer: <<").input_ids)
-    with torch.inference_mode():
-        while not dec.done:
-            token = dec.choose(model(input_ids=torch.tensor([ids])).logits[0, -1])
-            if token is None:
-                break
-            ids.append(token)
-            dec.push(token)
+    prompt = list(tok("Answer: <<").input_ids)
+    worst = {}
+    for name, mask in masks.items():
+        dec = Decoder(vocab, mask, "constrained", max_new_tokens=24, eos_id=tok.eos_token_id)
+        ids = list(prompt)
+        with torch.inference_mode():
+            while not dec.done:
+                token = dec.choose(model(input_ids=torch.tensor([ids])).logits[0, -1])
+                if token is None:
+                    break
+                ids.append(token)
+                dec.push(token)
+        worst[name] = {
+            "steps": len(dec.check_ms),
+            "masked_share": dec.out.masked_steps / max(dec.out.checked_steps, 1),
+            "ms_per_constrained_step": statistics.mean(dec.check_ms) if dec.check_ms else 0.0,
+            "ms_per_masked_step": statistics.mean(dec.out.mask_ms) if dec.out.mask_ms else 0.0,
+            "tokens": dec.out.token_ids,
+        }
+    if worst["lark"]["tokens"] != worst["llguidance"]["tokens"]:
+        raise SystemExit("the two masks decoded different tokens")
     out = {
         "vocabulary": len(vocab),
-        "candidates": len(mask.candidates),
+        "candidates_lark": len(masks["lark"].candidates),
         "mask_build_ms": build_ms,
         "spans": spans,
-        "random_model_steps": len(dec.check_ms),
-        "random_model_masked_share": dec.out.masked_steps / max(dec.out.checked_steps, 1),
-        "ms_per_constrained_step_worst": statistics.mean(dec.check_ms) if dec.check_ms else 0.0,
+        "random_model": {
+            n: {k: v for k, v in w.items() if k != "tokens"} for n, w in worst.items()
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
+    mean = {n: statistics.mean(v[f"mask_ms_{n}"] for v in spans.values()) for n in masks}
     lines = [
-        f"CRANE grammar cost over SmolLM2's vocabulary ({len(vocab)} tokens, "
-        f"{len(mask.candidates)} candidates); mask build {build_ms:.1f} ms",
+        f"CRANE grammar cost over SmolLM2's vocabulary ({len(vocab)} tokens); mask build: "
+        f"lark {build_ms['lark']:.0f} ms ({len(masks['lark'].candidates)} candidates), "
+        f"llguidance {build_ms['llguidance']:.0f} ms",
         "",
-        "| span prefix | check one token (ms) | mask (ms) | tokens allowed |",
-        "|---|---|---|---|",
+        "| span prefix | check one token, lark (ms) | mask, lark (ms) | mask, llguidance (ms) "
+        "| tokens allowed |",
+        "|---|---|---|---|---|",
         *[
-            f"| `{s or '(empty)'}` | {v['check_ms']:.3f} | {v['mask_ms']:.1f} | {v['allowed']} |"
+            f"| `{s or '(empty)'}` | {v['check_ms']:.3f} | {v['mask_ms_lark']:.1f} "
+            f"| {v['mask_ms_llguidance']:.2f} | {v['allowed']} |"
             for s, v in spans.items()
         ],
+        f"| mean | | {mean['lark']:.1f} | {mean['llguidance']:.2f} | |",
         "",
-        f"Constrained decode of a random tiny model ({out['random_model_steps']} steps, "
-        f"{out['random_model_masked_share']:.0%} masked): "
-        f"{out['ms_per_constrained_step_worst']:.1f} ms of grammar work per step (worst case).",
+        "Constrained decode of a random tiny model (the same tokens with either mask; "
+        "grammar work per step, model time excluded):",
+        "",
+        "| mask | steps | masked | ms per masked step | ms per constrained step |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {n} | {w['steps']} | {w['masked_share']:.0%} | {w['ms_per_masked_step']:.2f} "
+            f"| {w['ms_per_constrained_step']:.2f} |"
+            for n, w in worst.items()
+        ],
     ]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

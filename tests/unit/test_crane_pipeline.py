@@ -161,3 +161,47 @@ def test_crane_on_the_real_model():
     for out, _ in rows:
         assert out.token_ids
         assert all(G.complete(span) for span in out.spans)
+
+
+def test_calibration_measures_crane_condition():
+    """The premise check on hand-made outputs: the span breaks the grammar (the mask would
+    fire) and the reasoning reaches the gold answer, counted independently."""
+    from reprolab.methods.crane.config import CraneConfig
+    from reprolab.methods.crane.method import (
+        calibrate,
+        choose_family,
+        reasoning_right,
+        span_breaks,
+    )
+
+    texts = [
+        " 3 + 4 = 7. So the answer is <<7 apples>>.",  # breaks, reasoning right
+        " 3 + 4 = 7. So the answer is <<3 + 4 = 7>>",  # breaks ('='), right
+        " 3 + 4 = 8. So the answer is <<8>>.",  # valid, wrong
+        " 3 + 4 = 7. So the answer is <<7>>.",  # valid, right
+        " 3 + 4 is seven",  # no span: nothing breaks, no number
+        " 3 + 4 = 7. So the answer is <<7 +",  # open but a valid prefix; right
+    ]
+    assert [span_breaks(t, G) for t in texts] == [True, True, False, False, False, False]
+    assert [reasoning_right(t, 7.0) for t in texts] == [True, True, False, True, False, True]
+    c = calibrate(texts, [7.0] * 6, CraneConfig(premise_reasoning_min=0.5), G)
+    assert c["invalid_span_rate"] == pytest.approx(2 / 6)
+    assert c["reasoning_correct"] == pytest.approx(4 / 6)
+    assert c["accuracy"] == pytest.approx(1 / 6) and c["premise_holds"]
+    assert not calibrate(texts, [7.0] * 6, CraneConfig(premise_invalid_min=0.5), G)["premise_holds"]
+    cal = {
+        "a": {"premise_holds": False, "in_range": True, "accuracy": 0.6},
+        "b": {"premise_holds": True, "in_range": False, "accuracy": 0.05},
+    }
+    assert choose_family(cal) == "b"
+    cal["b"]["premise_holds"] = False
+    assert choose_family(cal) == "a"
+
+
+def test_bad_premise_threshold_names_the_key():
+    from pydantic import ValidationError
+
+    from reprolab.methods.crane.config import CraneConfig
+
+    with pytest.raises(ValidationError, match="premise_invalid_min"):
+        CraneConfig(premise_invalid_min=1.5)

@@ -30,7 +30,7 @@ SPEC = MethodSpec(
         ),
         Variant(
             "crane",
-            "CRANE: unconstrained until <<, then sample, check with lark, mask only on failure",
+            "CRANE: unconstrained until <<, then sample, check with lark, mask (llguidance) only on failure",
             is_method=True,
             reuses="model",
             metrics=DECODER_METRICS,

@@ -9,8 +9,9 @@ decodes to. Three decoders share the loop, so they differ only where the paper s
   answering): every token must keep it a valid prefix of the grammar.
 - ``crane``: unconstrained until the output ends with ``<<``; then each sampled token is
   checked (``grammar.span_ok``), and only if it fails are the logits masked to the
-  tokens :class:`~reprolab.methods.crane.grammar.TokenMask` allows and the token drawn
-  again; back to unconstrained once ``>>`` closes the span.
+  tokens the mask allows (llguidance's :class:`~reprolab.methods.crane.engine.EngineMask`
+  in the pipeline, or the lark :class:`~reprolab.methods.crane.grammar.TokenMask`) and
+  the token drawn again; back to unconstrained once ``>>`` closes the span.
 
 The end-of-sequence token is allowed inside a span only when the span is already a whole
 sentence. A span in which no token is allowed ends the generation (recorded, never a

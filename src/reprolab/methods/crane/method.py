@@ -7,10 +7,12 @@ The decoders see the same problems, the same few-shot exemplars (direct prompts 
 two direct decoders, chain-of-thought prompts for the other two), the same sampling
 seeds and the same token budgets; they differ only in the decoding rule.
 
-Tasks: GSM-Symbolic and one easier reasoning-gym family, chosen by ``prepare`` on a
-calibration split (its own reasoning-gym seed) before anything is evaluated: the first
-family of ``cfg.families`` whose unconstrained-CoT accuracy lies in [0.1, 0.9]. The
-calibration result is in the prepared data's metadata.
+Tasks: one reasoning-gym family, chosen by ``prepare`` on a calibration split (its own
+reasoning-gym seed) before anything is evaluated: the first family of ``cfg.families``
+where CRANE's condition holds (unconstrained CoT breaks the answer grammar often while its
+reasoning is often right), else the first whose unconstrained-CoT accuracy lies in
+[0.1, 0.9]; GSM-Symbolic too with ``include_gsm``. The measured condition is the
+prepared data's ``premise_check``, every family's values its ``calibration``.
 
 Everything a decoder needs from the tokenizer (the text of every token, the token ids of
 prompts, the special ids) is computed at prepare and stored with the problems, so the
@@ -22,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,7 +46,7 @@ DECODERS = {
     "unconstrained_cot": ("unconstrained", True),
     "crane": ("crane", True),
 }
-_MASKS: dict[int, object] = {}  # vocabulary hash -> TokenMask (built once per process)
+_MASKS: dict[int, object] = {}  # vocabulary hash -> EngineMask (built once per process)
 
 # ---------------------------------------------------------------- helpers
 
@@ -63,12 +66,18 @@ def vocabulary(data: dict) -> list[str]:
     return [raw[off[i] : off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
 
 
-def token_mask(vocab: list[str]):
-    from reprolab.methods.crane.grammar import Grammar, TokenMask
+def token_mask(run: Run, vocab: list[str], tokenizer=None):
+    """The decoders' mask: llguidance over SmolLM2's tokenizer (the smollm2 asset; the
+    tiny smoke model shares it), built once per process."""
+    from reprolab.methods.crane.engine import EngineMask
 
     key = hash(tuple(vocab))
     if key not in _MASKS:
-        _MASKS[key] = TokenMask(Grammar(), vocab)
+        if tokenizer is None:
+            from reprolab.core import lm
+
+            tokenizer = lm.load_tokenizer(run.asset("smollm2"))
+        _MASKS[key] = EngineMask(tokenizer, vocab)
     return _MASKS[key]
 
 
@@ -99,6 +108,7 @@ def tiny(cfg: CraneConfig, n_vocab: int, eos: int, pad: int, seed: int):
 
 
 def decode_problems(
+    run: Run,
     model,
     data: dict,
     prefix_key: str,
@@ -109,6 +119,7 @@ def decode_problems(
     seed: int,
     cfg: CraneConfig,
     vocab=None,
+    tokenizer=None,
 ):
     from reprolab.methods.crane import batched
 
@@ -118,7 +129,7 @@ def decode_problems(
         np.asarray(data[prefix_key]).tolist(),
         suffixes,
         vocab,
-        token_mask(vocab),
+        token_mask(run, vocab, tokenizer),
         mode,
         max_new_tokens=budget,
         eos_id=int(data["eos_id"][0]),
@@ -155,6 +166,61 @@ def budget_for(task: str, cot: bool, cfg: CraneConfig) -> int:
     if not cot:
         return cfg.max_tokens_direct
     return cfg.max_tokens_cot_gsm if task == T.GSM else cfg.max_tokens_cot
+
+
+def span_breaks(text: str, grammar) -> bool:
+    """The output's first ``<<`` span (up to ``>>``, or to the end when still open)
+    fails CRANE's check: where CRANE's mask would have stepped in. No span: False."""
+    from reprolab.methods.crane.grammar import CLOSE, OPEN
+
+    if OPEN not in text:
+        return False
+    span = text[text.index(OPEN) + len(OPEN) :]
+    if CLOSE in span:
+        span = span[: span.index(CLOSE) + len(CLOSE)]
+    return not grammar.span_ok(span)
+
+
+def reasoning_right(text: str, gold: float) -> bool:
+    """The last number written before the first ``>>`` (in the whole output when no
+    span closes) is the gold answer, whether or not the span parses."""
+    import re
+
+    head = text[: text.index(">>")] if ">>" in text else text
+    numbers = re.findall(r"-?\d+(?:\.\d+)?", head)
+    return bool(numbers) and abs(float(numbers[-1]) - gold) <= 1e-6 * max(1.0, abs(gold))
+
+
+def calibrate(texts: list[str], golds: list[float], cfg: CraneConfig, grammar) -> dict:
+    """Unconstrained-CoT outputs on the calibration split: accuracy, and CRANE's
+    condition (the span breaks the grammar often while the reasoning is often right)."""
+    n = len(texts)
+    correct = [
+        score(SimpleNamespace(text=t), True, g)[2] for t, g in zip(texts, golds, strict=True)
+    ]
+    breaks = [span_breaks(t, grammar) for t in texts]
+    right = [reasoning_right(t, g) for t, g in zip(texts, golds, strict=True)]
+    acc, invalid, reasoning = sum(correct) / n, sum(breaks) / n, sum(right) / n
+    return {
+        "n": n,
+        "accuracy": acc,
+        "in_range": cfg.calibration_low <= acc <= cfg.calibration_high,
+        "invalid_span_rate": invalid,
+        "reasoning_correct": reasoning,
+        "invalid_and_right": sum(b and r for b, r in zip(breaks, right, strict=True)) / n,
+        "premise_holds": invalid >= cfg.premise_invalid_min
+        and reasoning >= cfg.premise_reasoning_min,
+    }
+
+
+def choose_family(calibration: dict[str, dict]) -> str:
+    """The first family where CRANE's condition holds, else the first whose accuracy is
+    in range, else the one closest to 0.5 (first on ties)."""
+    for key in ("premise_holds", "in_range"):
+        hits = [f for f, c in calibration.items() if c[key]]
+        if hits:
+            return hits[0]
+    return min(calibration, key=lambda f: abs(calibration[f]["accuracy"] - 0.5))
 
 
 # ---------------------------------------------------------------- prepare
@@ -202,7 +268,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         model = lm.load(run.asset("smollm2"))[0]
     else:
         model = tiny(cfg, n_vocab, tok.eos_token_id, lm._pad_id(tok), seed=0)
-    calibration, chosen = {}, None
+    calibration = {}
     shots_of, seen = {}, {}
     started = time.perf_counter()
     with torch_threads(cfg.threads):
@@ -214,6 +280,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
             seen[family] = exclude | {p.question for p in cal}
             data = task_arrays(family, shots, {0: cal})
             rows = decode_problems(
+                run,
                 model,
                 data,
                 "prefix_cot",
@@ -224,20 +291,16 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
                 0,
                 cfg,
                 vocab,
+                tok,
             )
-            acc = float(
-                np.mean([score(d, True, p.gold)[2] for (d, _), p in zip(rows, cal, strict=True)])
+            calibration[family] = calibrate(
+                [d.text for d, _ in rows], [p.gold for p in cal], cfg, grammar
             )
-            ok = cfg.calibration_low <= acc <= cfg.calibration_high
-            calibration[family] = {"accuracy": acc, "n": len(cal), "in_range": ok}
-            if ok:
-                chosen = family
-                break
-    if chosen is None:  # none in range: the closest to 0.5 (first on ties), said so
-        chosen = min(calibration, key=lambda f: abs(calibration[f]["accuracy"] - 0.5))
+    chosen = choose_family(calibration)
+    tasks = [T.GSM, chosen] if cfg.include_gsm else [chosen]
     evaluated = list(run.seeds)
     datasets = {}
-    for family in (T.GSM, chosen):
+    for family in tasks:
         shots = shots_of.get(family) or T.exemplars(family, cfg.shots, grammar)
         exclude = seen.get(family, {p.question for p in shots})
         n = cfg.n_problems_gsm if (family == T.GSM and cfg.n_problems_gsm) else cfg.n_problems
@@ -248,12 +311,25 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     meta = {
         "tasks": sorted(datasets),
         "easier_family": chosen,
+        "premise_check": {
+            "family": chosen,
+            "rule": (
+                f"CRANE's condition on the calibration split (reasoning-gym seed "
+                f"{T.CALIBRATION_SEED}, {cfg.n_calibration} problems, unconstrained CoT): "
+                f"invalid-span rate >= {cfg.premise_invalid_min} (the answer span breaks "
+                f"the grammar) and reasoning-correct rate >= {cfg.premise_reasoning_min} "
+                f"(the last number before the span closes is the gold answer)"
+            ),
+            **{k: calibration[chosen][k] for k in ("invalid_span_rate", "reasoning_correct")},
+            "holds": bool(calibration[chosen]["premise_holds"]),
+        },
         "calibration": {
             "rule": (
-                f"first of {list(cfg.families)} whose unconstrained-CoT accuracy on "
-                f"{cfg.n_calibration} calibration problems (reasoning-gym seed "
-                f"{T.CALIBRATION_SEED}) lies in [{cfg.calibration_low}, "
-                f"{cfg.calibration_high}]; else the closest to 0.5"
+                f"every family of {list(cfg.families)} on {cfg.n_calibration} calibration "
+                f"problems (reasoning-gym seed {T.CALIBRATION_SEED}); the first where CRANE's "
+                f"condition holds (premise_check), else the first whose unconstrained-CoT "
+                f"accuracy lies in [{cfg.calibration_low}, {cfg.calibration_high}], else "
+                f"the closest to 0.5"
             ),
             "model": cfg.model,
             "results": calibration,
@@ -322,6 +398,7 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
     started = time.perf_counter()
     with torch_threads(cfg.threads):
         rows = decode_problems(
+            run,
             model,
             data,
             f"prefix_{name}",
