@@ -402,3 +402,26 @@ def test_rules_out_effect_by_hand(lo, hi, bound, effect, expected):
     measured = {"ci_low": lo, "ci_high": hi, "bound": bound}
     assert rules_out_effect(measured, effect) is expected
     assert "0.0095" in equivalence_text(0.0095)
+
+
+def test_a_metric_never_measured_is_not_tested_and_out_of_reach_stays_so():
+    """A profile that leaves a benchmark out (cot_order's HumanEval at n_humaneval 0)
+    records NaN for its metrics: its claims say so instead of crashing the stage."""
+    from reprolab.core.claims import OutOfReach, PairedDifference
+
+    rows = [
+        {"task": "t", "variant": v, "seed": s, "precision": "fp32", "metric": m, "value": x}
+        for v in ("m", "b")
+        for s in range(3)
+        for m, x in (("acc", 0.5 + 0.1 * (v == "m") + 0.01 * s), ("he", float("nan")))
+    ]
+    t = pd.DataFrame(rows)
+    check = PairedDifference("m", "b")
+    plain = mk("c", "s", "p", "set", "he", check).evaluate(t, "fp32", "paper")
+    assert plain["verdict"] == "inconclusive" and "no he value" in plain["measured"]["summary"]
+    reach = OutOfReach(reason="too small", would_test="a bigger model")
+    far = mk("d", "s", "p", "set", "he", check, out_of_reach=reach).evaluate(t, "fp32", "paper")
+    assert far["verdict"] == "out_of_reach"
+    measured = mk("e", "s", "p", "set", "acc", check).evaluate(t, "fp32", "paper")
+    assert "not_tested" not in measured["measured"]  # the measured metric is tested
+    assert measured["measured"]["value"] == pytest.approx(0.1)

@@ -1038,6 +1038,9 @@ class Claim:
                 else f"variant(s) {', '.join(missing)} were not trained"
             )
             verdict = Verdict.not_tested(f"not tested: {what}")
+        elif not rows[rows.metric == self.metric].value.notna().any():
+            # e.g. a benchmark a profile leaves out (cot_order's HumanEval at n_humaneval 0)
+            verdict = Verdict.not_tested(f"not tested: no {self.metric} value was measured")
         else:
             verdict = apply_evidence_rules(
                 self.check.evaluate(rows, self.metric, level), self.effect
