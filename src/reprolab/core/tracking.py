@@ -175,6 +175,28 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+@contextmanager
+def store_init_lock(uri: str) -> Iterator[None]:
+    """For a SQLite store, one process at a time opens it for the first time: MLflow
+    creates (or migrates) a store's tables when a process first touches it, and two
+    processes doing so at once on a fresh file fail (``duplicate column name``), as do two
+    creating the same experiment. Stages run concurrently under the Dask and Prefect
+    executors. A server-backed store serialises this itself."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    db = Path(uri[len("sqlite:///") :])
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.parent / f"{db.name}.init-lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class Tracker:
     """Tracking for one stage of one method (or the report, with slug 'report')."""
 
@@ -187,8 +209,9 @@ class Tracker:
         self.root = root
         self.stage = stage
         self.profile = profile
-        self.client = MlflowClient(tracking_uri=uri)
-        self.experiment_id = self._experiment(experiment, description)
+        with store_init_lock(uri):  # the store's tables and the experiment, created once
+            self.client = MlflowClient(tracking_uri=uri)
+            self.experiment_id = self._experiment(experiment, description)
         self.parent_id: str | None = None
         self.owns_parent = False
         self.run_id: str | None = None
