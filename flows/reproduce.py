@@ -208,16 +208,22 @@ def reproduce_all(
         configured.method(slug)  # unknown or not configured: named before any compute
     choice = unit_executor.choice(executor)  # a bad value is named before any compute
     run_id = str(flow_run.id)
-    if choice == "local" or len(chosen) < 2:  # one after another (units: on `choice`)
-        with _environ(**{unit_executor.ENV: choice}):
-            chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
-    else:
-        get_run_logger().info("%d methods concurrently on %s", len(chosen), choice)
-        concurrent = reproduce_methods.with_options(task_runner=task_runner(choice, len(chosen)))
-        chains = concurrent(chosen, str(project))
-    with _environ(**{tracking.FLOW_RUN_ENV: run_id}):
-        shared = [outcome(n, stage_task(n, str(project))) for n in dvcstate.shared(project)]
-    published = publish_claims(str(project))
+    logger = get_run_logger()
+    # one run at a time on this workspace: a second (overlapping schedule, a run by
+    # hand, another server) waits, and says for whom
+    with dvcstate.workspace_lock(project, f"reproduce-all flow run {run_id}", logger.info):
+        if choice == "local" or len(chosen) < 2:  # one after another (units: on `choice`)
+            with _environ(**{unit_executor.ENV: choice}):
+                chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
+        else:
+            logger.info("%d methods concurrently on %s", len(chosen), choice)
+            concurrent = reproduce_methods.with_options(
+                task_runner=task_runner(choice, len(chosen))
+            )
+            chains = concurrent(chosen, str(project))
+        with _environ(**{tracking.FLOW_RUN_ENV: run_id}):
+            shared = [outcome(n, stage_task(n, str(project))) for n in dvcstate.shared(project)]
+        published = publish_claims(str(project))
     return {
         "flow_run_id": run_id,
         "root": str(project),

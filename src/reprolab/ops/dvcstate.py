@@ -101,3 +101,53 @@ def commit(root: Path, name: str) -> None:
     left = status(root, name)
     if left:
         raise RuntimeError(f"{name}: still changed in DVC after `dvc commit`: {left}")
+
+
+#: the lock a flow run holds on the workspace (data/, dvc.lock) while it runs
+WORKSPACE_LOCK = ".dvc/tmp/reprolab-workspace.lock"
+
+
+@contextlib.contextmanager
+def workspace_lock(root: Path, holder: str, log=None):
+    """Hold the project's workspace for one flow run at a time. A run that finds it held
+    says by whom (the holder's description, pid and start time) through ``log`` and waits
+    until it is free; the lock goes with its process, so a killed run never leaves it
+    held. (Serving with ``limit=1`` keeps one server's runs apart; this keeps apart runs
+    of two servers, or a run triggered by hand, on one checkout.)"""
+    import fcntl
+    import json
+    import time
+
+    path = Path(root) / WORKSPACE_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            try:
+                held = json.loads(handle.read() or "{}")
+            except ValueError:
+                held = {}
+            if log is not None:
+                log(
+                    f"waiting: the workspace {root} is held by {held.get('holder', 'another run')} "
+                    f"(pid {held.get('pid', '?')}, since {held.get('since', '?')}); this run "
+                    "starts when that one ends"
+                )
+            started = time.monotonic()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            if log is not None:
+                log(f"the workspace is free after {time.monotonic() - started:.0f} s: starting")
+        handle.seek(0)
+        handle.truncate()
+        since = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        handle.write(json.dumps({"holder": holder, "pid": os.getpid(), "since": since}))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
