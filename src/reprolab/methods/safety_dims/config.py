@@ -80,17 +80,23 @@ class SafetyDimsConfig(MethodConfig, DataSeed, OptimConfig):
 
 PROFILE_DEFAULTS = {
     "smoke": {},
+    # chosen from training signals on probe seed 100 (README "Setting"): one epoch over
+    # 96 training prompts at batch 2 (48 steps) refuses 96% of the harmful training
+    # prompts and 75% of the harmful calibration prompts (benign: 0%); 24 steps at batch
+    # 4 (the same compute in half the updates) left both near chance
     "paper": {
         "model": "smollm2",
-        "train_per_cell": 8,
+        "train_per_cell": 16,
+        "calib_per_cell": 4,
         "test_per_cell": 8,
-        "epochs": 4,
-        "batch_size": 4,
+        "epochs": 1,
+        "batch_size": 2,
         "lr": 3e-3,
         "permutations": 999,
+        "random_dirs": 16,
         "random_draws": 3,
         "spectrum_k": 16,
-        # three seeds in the first look; the sequential rounds add more (EvidenceConfig)
-        "evidence": {"first": 3},
+        # five seeds in the first look; the sequential rounds add more (EvidenceConfig)
+        "evidence": {"first": 5},
     },
 }

@@ -221,18 +221,25 @@ def train_unit(
     peft_model = module.model.eval()
     adapter = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
     causal = peft_model.base_model.model
-    # the training signals and the premise check: refusal of the tuned model on its
-    # training prompts, and of the tuned and the base model on the calibration topics
-    # (held out from training and from the test)
+    # the training signals and the premise check: refusal of the tuned and the base
+    # model on the calibration topics (held out from training and from the test), and of
+    # the safety-tuned model on its training prompts
     signals = {
-        f"train_refusal_{k}": v for k, v in analysis.refusal_rates(causal, data, "train").items()
+        f"calib_refusal_{k}": v for k, v in analysis.refusal_rates(causal, data, "calib").items()
     }
-    signals.update(
-        {f"calib_refusal_{k}": v for k, v in analysis.refusal_rates(causal, data, "calib").items()}
-    )
+    if unit.variant == SAFETY:  # the control's own training prompts are all benign
+        rates = analysis.refusal_rates(causal, data, "train")
+        signals.update({f"train_refusal_{k}": v for k, v in rates.items()})
     with peft_model.disable_adapter():
         base_calib = analysis.refusal_rates(causal, data, "calib")
     signals.update({f"base_calib_refusal_{k}": v for k, v in base_calib.items()})
+    # refusing harmful rather than benign requests: the score compares the first tokens
+    # of the two targets ("I" / "Sure"), and SmolLM2 opens most answers with "I", so the
+    # base model's raw rate is high for benign requests too
+    for who in ("calib", "base_calib"):
+        signals[f"{who}_selectivity"] = (
+            signals[f"{who}_refusal_harmful"] - signals[f"{who}_refusal_benign"]
+        )
     progress(
         f"refusal of harmful calibration prompts: tuned {signals['calib_refusal_harmful']:.2f}, "
         f"base {signals['base_calib_refusal_harmful']:.2f}"
@@ -307,7 +314,13 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
         out = analysis.analyse(model.base, model.tuned, cfg, data, seed)
         if history:  # the training signals (fp32, measured at the end of training)
             out["final_train_loss"] = float(history[-1]["train_loss"])
-            out.update({k: float(v) for k, v in history[-1].items() if "refusal" in k})
+            out.update(
+                {
+                    k: float(v)
+                    for k, v in history[-1].items()
+                    if k.startswith(("calib", "base_calib", "train_refusal"))
+                }
+            )
         return out
     top = getattr(model, TOP_KEY).cpu().numpy()
     how = "top" if unit.variant == "remove_top" else "random"
