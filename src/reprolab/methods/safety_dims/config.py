@@ -80,18 +80,18 @@ class SafetyDimsConfig(MethodConfig, DataSeed, OptimConfig):
 
 PROFILE_DEFAULTS = {
     "smoke": {},
-    # chosen from training signals on probe seed 100 (README "Setting"): one epoch over
-    # 96 training prompts at batch 2 (48 steps) refuses 96% of the harmful training
-    # prompts and 75% of the harmful calibration prompts (benign: 0%); 24 steps at batch
-    # 4 (the same compute in half the updates) left both near chance
+    # chosen from training signals on probe seeds 100 and 101 (README "Setting"): two
+    # epochs over 96 training prompts at batch 2 (96 steps) and lr 1e-3 refuse the
+    # harmful calibration prompts (1.00 on both seeds) and answer the benign ones (0.00,
+    # 0.08); at lr 3e-3 one epoch or two were selective on one of the two seeds only
     "paper": {
         "model": "smollm2",
         "train_per_cell": 16,
         "calib_per_cell": 4,
         "test_per_cell": 8,
-        "epochs": 1,
+        "epochs": 2,
         "batch_size": 2,
-        "lr": 3e-3,
+        "lr": 1e-3,
         "permutations": 999,
         "random_dirs": 16,
         "random_draws": 3,
