@@ -72,3 +72,54 @@ def test_separation_test_planted_vs_null():
     assert np.mean(np.array(null_ps) < 0.05) <= 0.2  # about 5% expected under the null
     with pytest.raises(ValueError, match="two groups"):
         A.separation_test(planted, np.zeros(60))
+
+
+def test_separation_null_matches_the_beta_distribution_of_r2():
+    """For one column of normal data, the between-group share (R^2 of a one-way ANOVA with
+    k groups, n points) is Beta((k - 1) / 2, (n - k) / 2) under the null: the permutation
+    null's 95% quantile approaches its closed-form quantile."""
+    rng = np.random.default_rng(4)
+    n, k = 90, 3
+    groups = np.repeat(np.arange(k), n // k)
+    x = rng.normal(size=n)
+    share, null = A.separation_null(x, groups, permutations=4000, seed=1)
+    assert share == pytest.approx(A.between_share(x, groups))
+    ref = stats.beta.ppf(A.NULL_QUANTILE, (k - 1) / 2, (n - k) / 2)
+    summary = A.null_summary(share, null)
+    assert summary["null_q95"] == pytest.approx(ref, rel=0.1)
+    assert summary["excess"] == pytest.approx(share - summary["null_q95"])
+    assert summary["z"] == pytest.approx((share - null.mean()) / null.std(ddof=1))
+    # the p-value of separation_test is the share of the same null at or above the share
+    _, p = A.separation_test(x, groups, permutations=4000, seed=1)
+    assert p == pytest.approx((1 + (null >= share).sum()) / 4001)
+
+
+def test_null_excess_is_positive_when_planted_and_varies_with_the_data():
+    rng = np.random.default_rng(5)
+    groups = np.repeat([0, 1, 2], 20)
+    planted = [
+        A.null_summary(*A.separation_null(
+            rng.normal(size=(60, 2)) + np.eye(3)[groups][:, :2] * s, groups, 199, seed=0
+        ))["excess"]
+        for s in (1.0, 1.5, 2.0)
+    ]  # fmt: skip
+    assert all(e > 0 for e in planted) and planted[0] < planted[1] < planted[2]
+    null = [
+        A.null_summary(*A.separation_null(rng.normal(size=(60, 2)), groups, 199, seed=s))["excess"]
+        for s in range(40)
+    ]
+    assert np.mean(np.array(null) > 0) <= 0.15  # about 5% expected under the null
+
+
+def test_random_direction_accuracy_is_the_probe_in_one_dimension_and_chance_in_many():
+    rng = np.random.default_rng(6)
+    labels = rng.random(200) < 0.5
+    x = (labels * 2.0 + rng.normal(size=200))[:, None]
+    # one dimension: every unit direction is +-1 and the probe fits the sign
+    acc = A.random_direction_accuracy(x, labels, 5, np.random.default_rng(0), seed=3)
+    assert acc == pytest.approx(A.probe_accuracy(x[:, 0], labels, seed=3))
+    # 200 dimensions, the labels on one axis: random directions stay near chance
+    wide = rng.normal(size=(200, 200))
+    wide[:, 0] += labels * 4.0
+    rand = A.random_direction_accuracy(wide, labels, 20, np.random.default_rng(1), seed=3)
+    assert abs(rand - 0.5) < 0.1 and A.probe_accuracy(wide[:, 0], labels, seed=3) > 0.9

@@ -10,7 +10,7 @@ import torch
 
 from reprolab import config
 from reprolab.core import lm
-from reprolab.methods.safety_dims import method, residual
+from reprolab.methods.safety_dims import analysis, method, residual
 from reprolab.methods.safety_dims import prompts as P
 
 
@@ -121,7 +121,7 @@ def test_positions_and_removal():
     row = np.array([10, 11, 12, 13, 14, 0, 0])
     assert residual.remove_tokens(row, 5, [1, 3]) == [10, 12, 14]
     assert residual.remove_tokens(row, 5, []) == [10, 11, 12, 13, 14]
-    assert method.mid_layers(30) == list(range(10, 20)) and method.mid_layers(2) == [0, 1]
+    assert analysis.mid_layers(30) == list(range(10, 20)) and analysis.mid_layers(2) == [0, 1]
 
 
 def _tiny_data(tok, root):
@@ -130,8 +130,8 @@ def _tiny_data(tok, root):
 
     cfg = config.method_config(
         "safety_dims", "smoke",
-        {"tiny_layers": 2, "tiny_hidden": 32, "test_topics": 2, "train_per_cell": 1,
-         "test_per_cell": 2},
+        {"tiny_layers": 2, "tiny_hidden": 32, "test_topics": 2, "calib_topics": 1,
+         "train_per_cell": 1, "calib_per_cell": 1, "test_per_cell": 2},
         "test",
     )  # fmt: skip
     folder = lm.tokenizer_cache()
@@ -145,7 +145,13 @@ def test_restore_merges_the_adapter_exactly_and_names_a_missing_one(tok, tmp_pat
 
     run, data = _tiny_data(tok, tmp_path)
     cfg, folder = run.cfg, run.asset(lm.ASSET)
-    assert not set(data["train_topic"]) & set(data["test_topic"])  # held-out topics
+    # held-out topics: test and calibration prompts ask about topics training never saw
+    for held in ("test", "calib"):
+        assert not set(data["train_topic"]) & set(data[f"{held}_topic"])
+    assert not set(data["calib_topic"]) & set(data["test_topic"])
+    held_out = set(data["test_topic"]) | set(data["calib_topic"])
+    assert not set(data["control_topic"]) & held_out  # the control's topics are training's
+    assert len(data["control_len"]) == len(data["train_len"]) and not data["control_harmful"].any()
     wrapped = lm.lora_model(method.base_model(cfg, data, folder), cfg.lora_r, cfg.lora_alpha, 0, 3)
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -172,13 +178,19 @@ def test_restore_merges_the_adapter_exactly_and_names_a_missing_one(tok, tmp_pat
 
 def test_training_batches_put_the_loss_on_the_target_only(tok, tmp_path):
     _, data = _tiny_data(tok, tmp_path)
-    loader = method.training_batches(data, 4, seed=0)
-    ids, mask, labels = next(iter(loader))
     eos = int(data["tok_meta"][2])
     refusal = [*data["refusal_ids"].tolist(), eos]
     comply = [*data["comply_ids"].tolist(), eos]
-    for r in range(len(ids)):
-        target = labels[r][labels[r] != lm.IGNORE].tolist()
-        assert target in (refusal, comply)
-        n = int(mask[r].sum())
-        assert ids[r, n - len(target) : n].tolist() == target
+    for split in ("train", "control"):
+        batches = list(method.training_batches(data, 4, seed=0, split=split))
+        # as many steps for the control as for the safety fine-tune
+        assert len(batches) == -(-len(data["train_len"]) // 4)
+        targets = []
+        for ids, mask, labels in batches:
+            for r in range(len(ids)):
+                target = labels[r][labels[r] != lm.IGNORE].tolist()
+                targets.append(target)
+                n = int(mask[r].sum())
+                assert ids[r, n - len(target) : n].tolist() == target
+        assert refusal in targets if split == "train" else all(t == comply for t in targets)
+        assert comply in targets

@@ -10,20 +10,28 @@ from reprolab.methods.safety_dims import prompts as P
 
 
 def test_cells_are_balanced_and_seeded():
-    train, _ = P.split_topics(4, seed=0)
+    train, _, _ = P.split_topics(4, seed=0)
     a = P.generate(train, 10, seed=1)
     assert a == P.generate(train, 10, seed=1) and a != P.generate(train, 10, seed=2)
     cells = Counter((p.harmful, p.wrapper) for p in a)
     assert set(cells.values()) == {10} and len(cells) == 6
     assert {p.topic for p in a} <= set(train)
+    harmless = P.generate(train, 20, seed=1, kinds=(False,))  # the control's prompts
+    assert len(harmless) == len(a) and not any(p.harmful for p in harmless)
+    assert set(Counter(p.wrapper for p in harmless).values()) == {20}
 
 
 def test_held_out_topics_are_disjoint():
-    train, test = P.split_topics(4, seed=0)
-    assert len(test) == 4 and not set(train) & set(test)
-    assert sorted(train + test) == list(range(len(P.TOPICS)))
+    train, calib, test = P.split_topics(4, seed=0, calib_topics=3)
+    assert len(test) == 4 and len(calib) == 3
+    assert not set(train) & set(test) and not set(train) & set(calib) and not set(calib) & set(test)
+    assert sorted(train + calib + test) == list(range(len(P.TOPICS)))
+    # the test topics do not depend on how many calibration topics are held out
+    assert P.split_topics(4, seed=0)[2] == test
     with pytest.raises(ValueError, match="test_topics"):
         P.split_topics(0, seed=0)
+    with pytest.raises(ValueError, match="calib_topics"):
+        P.split_topics(4, seed=0, calib_topics=len(P.TOPICS) - 4)
 
 
 def test_triggers_cover_exactly_the_wrapper_words():

@@ -11,6 +11,19 @@ from reprolab.methods.safety_dims.claims import CLAIMS
 from reprolab.methods.safety_dims.config import PROFILE_DEFAULTS, SafetyDimsConfig
 
 _REMOVAL = ("refusal_score_drop", "refusal_drop", "trigger_share")
+_SHIFT = (
+    "eff_rank_90",
+    "comp0_acc_mid",
+    "comp0_vs_random_mid",
+    "rand_acc_mid",
+    "wrapper_excess",
+    "wrapper_z",
+    "probe_acc_mid",
+    "refusal_rate_harmful",
+    "refusal_rate_benign",
+    "calib_refusal_harmful",
+    "base_calib_refusal_harmful",
+)
 
 SPEC = MethodSpec(
     slug="safety_dims",
@@ -29,14 +42,13 @@ SPEC = MethodSpec(
             "LoRA safety fine-tuning (refuse harmful, comply with benign); the analyses "
             "compare it with the base model (the 'before' reference)",
             is_method=True,
-            metrics=(
-                "eff_rank_90",
-                "comp0_acc_mid",
-                "wrapper_p",
-                "probe_acc_mid",
-                "refusal_rate_harmful",
-                "refusal_rate_benign",
-            ),
+            metrics=_SHIFT,
+        ),
+        Variant(
+            "control_tuned",
+            "the harmless control: LoRA tuned on benign prompts alone (compliant opening), "
+            "as many rows and steps as safety_tuned; the null of the shift's rank",
+            metrics=_SHIFT,
         ),
         Variant(
             "remove_top",
@@ -53,26 +65,21 @@ SPEC = MethodSpec(
     ),
     claims=CLAIMS,
     quantization=lm.quantization(),
-    metrics=(
-        "eff_rank_90",
-        "comp0_acc_mid",
-        "wrapper_p",
-        "probe_acc_mid",
-        "refusal_rate_harmful",
-        "refusal_rate_benign",
-        *_REMOVAL,
-    ),
+    metrics=(*_SHIFT, *_REMOVAL),
     assets=("smollm2",),
     test_overrides={
         "tiny_layers": 2,
         "tiny_hidden": 32,
         "test_topics": 2,
+        "calib_topics": 1,
         "train_per_cell": 2,
+        "calib_per_cell": 2,
         "test_per_cell": 2,
         "epochs": 1,
         "batch_size": 4,
         "permutations": 19,
         "random_draws": 1,
+        "random_dirs": 2,
         "spectrum_k": 4,
     },
 )

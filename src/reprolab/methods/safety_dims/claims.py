@@ -12,6 +12,13 @@ relevance of component 0 at layer 15) lets rewritten prompts bypass refusal. Her
 seed is one LoRA fine-tuning of the small model; every check pools seeds, its interval
 read at the look of the sequential plan (``core.claims.Level``, alpha 0.05 two-sided
 overall). ``multi_dim_shift`` is the central claim.
+
+Each check has a null or a control, so that a small model's incidental structure is not
+read as the paper's effect: the rank is compared with that of a harmless control
+fine-tune's shift (same steps, paired by seed), component 0's refusal accuracy with that
+of random directions in the same states (paired by seed), and the wrapper separation
+with its shuffled-label null distribution (the excess over the null's 95% quantile,
+which varies over seeds where a floored permutation p-value does not).
 """
 
 from reprolab.core.claims import Claim, PairedDifference, Threshold
@@ -25,8 +32,10 @@ CLAIMS = (
     Claim(
         id="multi_dim_shift",
         statement=(
-            "the residual-stream shift from safety fine-tuning is multi-dimensional: "
-            "effective rank > 1 at 90% of the variance (mean over the middle layers)"
+            "the residual-stream shift from safety fine-tuning is multi-dimensional: its "
+            "effective rank at 90% of the variance (mean over the middle layers) exceeds "
+            "that of a harmless control fine-tune's shift (LoRA on benign prompts, same "
+            "steps), paired by seed"
         ),
         paper_value=(
             "safety-aligned behavior is jointly controlled by multi-dimensional directions "
@@ -34,11 +43,11 @@ CLAIMS = (
         ),
         paper_setting=_SETTING,
         metric="eff_rank_90",
-        check=Threshold(variant="safety_tuned", bound=1.0),
+        check=PairedDifference(method="safety_tuned", baseline="control_tuned"),
         effect=1.0,
         effect_basis=(
-            "margin: one extra direction (effective rank 2 vs the bound 1); no rank value "
-            "in the abstract or card"
+            "margin: one extra direction over the control's shift; no rank value in the "
+            "abstract or card"
         ),
         source="abstract",
         central=True,
@@ -46,31 +55,36 @@ CLAIMS = (
     Claim(
         id="comp0_refusal_probe",
         statement=(
-            "component 0 of the shift classifies refusal with high accuracy (> 0.9, "
-            "held-out threshold) in the middle layers"
+            "component 0 of the shift classifies refusal better than random directions "
+            "of the same states (held-out threshold, mean over the middle layers; the "
+            "accuracy difference, paired by seed, is > 0)"
         ),
         paper_value="~0.97-0.99 refusal accuracy of component 0 in middle layers",
         paper_setting=_SETTING,
-        metric="comp0_acc_mid",
-        check=Threshold(variant="safety_tuned", bound=0.9),
-        effect=0.07,
-        effect_basis="paper: 0.97 (card, lower end of ~0.97-0.99) minus the bound 0.9 = 0.07",
+        metric="comp0_vs_random_mid",
+        check=Threshold(variant="safety_tuned", bound=0.0),
+        effect=0.1,
+        effect_basis=(
+            "margin: 0.1 accuracy over the random-direction control; the paper reports "
+            "component 0's accuracy (~0.97-0.99), not a control"
+        ),
         source="card",
     ),
     Claim(
         id="secondary_wrappers",
         statement=(
             "the next components (1..k) of the shift separate the wrapper types (plain, "
-            "hypothetical narrative, role-play): permutation p < 0.05 at the middle layer"
+            "hypothetical narrative, role-play) at the middle layer: their between-wrapper "
+            "share of variance exceeds the 95% quantile of its shuffled-label null"
         ),
         paper_value="non-dominant directions tied to hypothetical narrative and role-play",
         paper_setting=_SETTING + "; jailbreak styles from the authors' prompt sets",
-        metric="wrapper_p",
-        check=Threshold(variant="safety_tuned", bound=0.05, higher_is_better=False),
-        effect=0.04,
+        metric="wrapper_excess",
+        check=Threshold(variant="safety_tuned", bound=0.0),
+        effect=0.1,
         effect_basis=(
-            "margin: a mean permutation p of 0.01 against the bound 0.05 (distance 0.04); "
-            "the paper gives no p-value"
+            "margin: 0.1 of the variance share above the null's 95% quantile; the paper "
+            "gives no separation statistic"
         ),
         source="abstract",
     ),

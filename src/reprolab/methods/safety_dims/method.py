@@ -1,27 +1,35 @@
 """safety_dims hooks for the pipeline stages (see reprolab.contract.MethodHooks).
 
-One task (``safety``), one trained unit per seed: LoRA safety fine-tuning of the base
+One task (``safety``), two trained units per seed, each a LoRA fine-tuning of the base
 model (the tiny Llama at the smoke profile, SmolLM2-135M-Instruct at the paper
-profile) on harmful prompts -> refusal, benign prompts -> a short compliant opening.
-The checkpoint holds the adapter alone, plus the token positions the fp32 model's
-relevance picks for removal (below). ``restore`` rebuilds a :class:`Bundle`: the base
-model (the "before" reference) and the tuned model with the adapter merged (the
-"after"), so that the quantize stage quantizes both and every analysis at int8 compares
-an int8 base with an int8 tuned model.
+profile): ``safety_tuned`` on harmful prompts -> refusal and benign prompts -> a short
+compliant opening; ``control_tuned``, the harmless control, on as many benign prompts of
+the same topics -> the compliant opening (as many rows, so the same steps). The
+checkpoint holds the adapter alone, plus the token positions the fp32 model's relevance
+picks for removal (safety_tuned only), and the training signals: refusal rates of the
+tuned and the base model on the training prompts and on the calibration topics (held
+out from training and test: the premise check). ``restore`` rebuilds a :class:`Bundle`:
+the base model (the "before" reference) and the tuned model with the adapter merged
+(the "after"), so that the quantize stage quantizes both and every analysis at int8
+compares an int8 base with an int8 tuned model.
 
-Evaluation (test prompts: held-out topics and held-out request frames):
+Evaluation (test prompts: held-out topics; the request frames and wrappers are shared
+with training), in :mod:`reprolab.methods.safety_dims.analysis`:
 
-- ``safety_tuned``: last-token states at every layer, before and after; SVD of the
-  shift; effective rank at each tau; component 0 as a refusal classifier and its
-  alignment with a difference-of-means refusal probe, per layer; whether components
-  1..k separate the wrapper types (permutation test, middle layer); refusal rates.
-- ``remove_top`` / ``remove_random`` (evaluation-only): the refusal score of the tuned
-  model on harmful test prompts after deleting the ``remove_tokens`` message tokens of
-  highest relevance (gradient x input of the component-0 projection, middle layer), or as
-  many random message tokens. Relevance needs gradients, which the int8 kernels do not
-  have, so it is computed once on the fp32 tuned model at the end of training (as the
-  reference picks its trigger words on a reference model and attacks other models);
-  each precision then scores the same edited prompts.
+- ``safety_tuned`` and ``control_tuned`` (:func:`analysis.analyse`): last-token states
+  at every layer, before and after; SVD of the shift; effective rank at each tau;
+  component 0 as a refusal classifier against random directions, and its alignment with
+  a difference-of-means refusal probe, per layer; how far components 1..k separate the
+  wrapper types beyond a shuffled-label null (middle layer); refusal rates on the test
+  and the calibration prompts.
+- ``remove_top`` / ``remove_random`` (evaluation-only, :func:`analysis.removal`): the
+  refusal score of the safety-tuned model on harmful test prompts after deleting the
+  ``remove_tokens`` message tokens of highest relevance (gradient x input of the
+  component-0 projection, middle layer), or as many random message tokens. Relevance
+  needs gradients, which the int8 kernels do not have, so it is computed once on the
+  fp32 tuned model at the end of training (as the reference picks its trigger words on a
+  reference model and attacks other models); each precision then scores the same edited
+  prompts.
 """
 
 from __future__ import annotations
@@ -43,19 +51,8 @@ if TYPE_CHECKING:
 
 TASK = "safety"
 TOP_KEY = "relevance_top"
-WRAPPER_CODES = {w: i for i, w in enumerate(P.WRAPPERS)}
-
-
-def mid_layers(n_layers: int) -> list[int]:
-    """The middle third of the layers (at least one): 10..19 of SmolLM2's 30."""
-    a = n_layers // 3
-    return list(range(a, max(a + 1, n_layers - a)))
-
-
-def analysis_layer(n_layers: int) -> int:
-    """The layer of the relevance and of the separation test (15 of 30; the reference
-    uses layer 15 of Llama-3.1-8B's 32)."""
-    return n_layers // 2
+#: the trained variants: the safety fine-tune and its harmless control (same steps)
+SAFETY, CONTROL = "safety_tuned", "control_tuned"
 
 
 # ---------------------------------------------------------------- prepare
@@ -74,7 +71,7 @@ def _encode_split(tokenizer, items: list[P.Prompt], pad: int) -> dict[str, np.nd
         "uend": np.array([e[2] for e in enc], dtype=np.int64),
         "trigger": trig,
         "harmful": np.array([p.harmful for p in items], dtype=np.int8),
-        "wrapper": np.array([WRAPPER_CODES[p.wrapper] for p in items], dtype=np.int64),
+        "wrapper": np.array([P.WRAPPER_CODES[p.wrapper] for p in items], dtype=np.int64),
         "topic": np.array([p.topic for p in items], dtype=np.int64),
     }
 
@@ -82,9 +79,17 @@ def _encode_split(tokenizer, items: list[P.Prompt], pad: int) -> dict[str, np.nd
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     cfg = run.cfg
     tokenizer = lm.load_asset_tokenizer(run.asset(lm.ASSET))
-    train_topics, test_topics = P.split_topics(cfg.test_topics, cfg.data_seed)
+    train_topics, calib_topics, test_topics = P.split_topics(
+        cfg.test_topics, cfg.data_seed, cfg.calib_topics
+    )
     train = P.generate(train_topics, cfg.train_per_cell, cfg.data_seed, cfg.train_frames)
     test = P.generate(test_topics, cfg.test_per_cell, cfg.data_seed + 1, cfg.test_frames)
+    calib = P.generate(calib_topics, cfg.calib_per_cell, cfg.data_seed + 2, cfg.test_frames)
+    # the harmless control fine-tune: benign prompts of the training topics only, as many
+    # rows as the safety fine-tune's training set (so as many steps)
+    control = P.generate(
+        train_topics, 2 * cfg.train_per_cell, cfg.data_seed + 3, cfg.train_frames, (False,)
+    )
     meta_ids = residual.tokenizer_meta(tokenizer)
     pad = meta_ids[3] if meta_ids[3] >= 0 else meta_ids[2]
     refusal = list(tokenizer(P.REFUSAL, add_special_tokens=False).input_ids)
@@ -97,11 +102,17 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         "refusal_ids": np.array(refusal, dtype=np.int64),
         "comply_ids": np.array(comply, dtype=np.int64),
     }
-    for split, items in (("train", train), ("test", test)):
+    for split, items in (("train", train), ("calib", calib), ("test", test), ("control", control)):
         arrays.update({f"{split}_{k}": v for k, v in _encode_split(tokenizer, items, pad).items()})
     meta = {
-        "sizes": {"train": len(train), "test": len(test)},
+        "sizes": {
+            "train": len(train),
+            "calib": len(calib),
+            "test": len(test),
+            "control": len(control),
+        },
         "train_topics": train_topics,
+        "calib_topics": calib_topics,
         "test_topics": test_topics,
         "examples": {p.wrapper: p.text for p in test if p.harmful},
     }
@@ -109,15 +120,6 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
 
 
 # ---------------------------------------------------------------- models
-
-
-def _first(data: dict) -> tuple[int, int]:
-    return int(data["refusal_ids"][0]), int(data["comply_ids"][0])
-
-
-def _pad(data: dict) -> int:
-    meta = data["tok_meta"]
-    return int(meta[3]) if int(meta[3]) >= 0 else int(meta[2])
 
 
 def base_model(cfg: SafetyDimsConfig, data: dict, asset: Path):
@@ -169,9 +171,11 @@ def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
     return run.default_units(tasks)
 
 
-def training_batches(data: dict, batch_size: int, seed: int):
-    """(input_ids, attention_mask, labels) batches: chat prompt + target + EOS, loss on the
-    target tokens only (refusal for harmful prompts, the compliant opening otherwise)."""
+def training_batches(data: dict, batch_size: int, seed: int, split: str = "train"):
+    """(input_ids, attention_mask, labels) batches of ``split`` ("train": the safety
+    fine-tune's prompts; "control": the harmless control's): chat prompt + target + EOS,
+    loss on the target tokens only (refusal for harmful prompts, the compliant opening
+    otherwise)."""
     import torch
 
     from reprolab.core.training import EpochBatchSampler, TensorBatches
@@ -181,13 +185,13 @@ def training_batches(data: dict, batch_size: int, seed: int):
     comply = [int(t) for t in data["comply_ids"]] + [eos]
     rows, labels = [], []
     for ids, n, harmful in zip(
-        data["train_ids"], data["train_len"], data["train_harmful"], strict=True
+        data[f"{split}_ids"], data[f"{split}_len"], data[f"{split}_harmful"], strict=True
     ):
         prompt = [int(t) for t in ids[:n]]
         target = refusal if harmful else comply
         rows.append(prompt + target)
         labels.append([lm.IGNORE] * len(prompt) + target)
-    x, lengths = residual.pad_rows(rows, _pad(data))
+    x, lengths = residual.pad_rows(rows, analysis.pad_id(data))
     y, _ = residual.pad_rows(labels, lm.IGNORE)
     mask = (np.arange(x.shape[1])[None, :] < lengths[:, None]).astype(np.int64)
     sampler = EpochBatchSampler(len(rows), batch_size, seed, shuffle=True)
@@ -210,19 +214,55 @@ def train_unit(
     torch.manual_seed(int(unit.seed))
     base = base_model(cfg, data, run.asset(lm.ASSET))
     module = lm.LoraModule(base, lr=cfg.lr, r=cfg.lora_r, alpha=cfg.lora_alpha, seed=int(unit.seed))
-    loader = training_batches(data, cfg.batch_size, int(unit.seed))
+    split = "control" if unit.variant == CONTROL else "train"
+    loader = training_batches(data, cfg.batch_size, int(unit.seed), split)
     lm.fit_lora(module, loader, cfg.epochs, resume_dir, trainer=run.trainer)
-    progress(f"LoRA trained ({cfg.epochs} epochs)")
+    progress(f"LoRA trained ({cfg.epochs} epochs, {split} prompts)")
     peft_model = module.model.eval()
     adapter = {k: v.detach().clone() for k, v in peft_model.named_parameters() if v.requires_grad}
-    # removal positions from the fp32 tuned model: component 0 of the shift at the
-    # analysis layer, oriented towards harmful prompts, then gradient x input
     causal = peft_model.base_model.model
-    ids, lengths, first = data["test_ids"], data["test_len"], _first(data)
+    # the training signals and the premise check: refusal of the tuned and the base
+    # model on the calibration topics (held out from training and from the test), and of
+    # the safety-tuned model on its training prompts
+    signals = {
+        f"calib_refusal_{k}": v for k, v in analysis.refusal_rates(causal, data, "calib").items()
+    }
+    if unit.variant == SAFETY:  # the control's own training prompts are all benign
+        rates = analysis.refusal_rates(causal, data, "train")
+        signals.update({f"train_refusal_{k}": v for k, v in rates.items()})
+    with peft_model.disable_adapter():
+        base_calib = analysis.refusal_rates(causal, data, "calib")
+    signals.update({f"base_calib_refusal_{k}": v for k, v in base_calib.items()})
+    # refusing harmful rather than benign requests: the score compares the first tokens
+    # of the two targets ("I" / "Sure"), and SmolLM2 opens most answers with "I", so the
+    # base model's raw rate is high for benign requests too
+    for who in ("calib", "base_calib"):
+        signals[f"{who}_selectivity"] = (
+            signals[f"{who}_refusal_harmful"] - signals[f"{who}_refusal_benign"]
+        )
+    progress(
+        f"refusal of harmful calibration prompts: tuned {signals['calib_refusal_harmful']:.2f}, "
+        f"base {signals['base_calib_refusal_harmful']:.2f}"
+    )
+    history = [dict(h) for h in module.history]
+    if history:  # measured after the last epoch; evaluate copies them into the metrics
+        history[-1].update(signals)
+    top = np.full((len(data["test_len"]), cfg.remove_tokens), -1, dtype=np.int64)
+    if unit.variant == SAFETY:
+        top = _removal_positions(cfg, causal, peft_model, data)
+        progress("relevance of the test tokens computed")
+    state = {**{f"adapter.{k}": v for k, v in adapter.items()}, TOP_KEY: torch.as_tensor(top)}
+    return TrainedUnit(state=state, history=history, signals=signals)
+
+
+def _removal_positions(cfg: SafetyDimsConfig, causal, peft_model, data: dict) -> np.ndarray:
+    """The removal positions from the fp32 tuned model: component 0 of the shift at the
+    analysis layer, oriented towards harmful prompts, then gradient x input."""
+    ids, lengths, first = data["test_ids"], data["test_len"], analysis.first_tokens(data)
     with peft_model.disable_adapter():
         before, _ = residual.last_states(causal, ids, lengths, first)
     after, _ = residual.last_states(causal, ids, lengths, first)
-    layer = analysis_layer(after.shape[0])
+    layer = analysis.analysis_layer(after.shape[0])
     harmful = data["test_harmful"].astype(bool)
     comp0 = analysis.shift_spectrum(before[layer], after[layer]).components[0]
     comp0 = _orient(comp0, after[layer], harmful)
@@ -234,9 +274,7 @@ def train_unit(
             rel[r], int(data["test_ustart"][i]), int(data["test_uend"][i]), cfg.remove_tokens
         )
         top[i, : len(pos)] = pos
-    progress("relevance of the test tokens computed")
-    state = {**{f"adapter.{k}": v for k, v in adapter.items()}, TOP_KEY: torch.as_tensor(top)}
-    return TrainedUnit(state=state, history=list(module.history))
+    return top
 
 
 # ---------------------------------------------------------------- restore
@@ -269,170 +307,24 @@ def restore(run: Run, unit: Unit, data: dict, state: dict):
 # ---------------------------------------------------------------- evaluate
 
 
-def _probe_split(n: int, seed: int) -> np.ndarray:
-    """The fit half of :func:`analysis.probe_accuracy`'s split (same generator)."""
-    return np.random.default_rng(seed).permutation(n)[: n // 2]
-
-
-def _mean_probe(states: np.ndarray, labels: np.ndarray, seed: int) -> tuple[float, np.ndarray]:
-    """Difference-of-means refusal probe fitted on the fit half: (held-out accuracy, unit
-    direction). A fit half without both labels gives chance (0.5) and a zero direction."""
-    fit = np.zeros(len(labels), bool)
-    fit[_probe_split(len(labels), seed)] = True
-    if not (labels[fit].any() and (~labels[fit]).any()):
-        return 0.5, np.zeros(states.shape[1])
-    d = states[fit & labels].mean(0) - states[fit & ~labels].mean(0)
-    norm = np.linalg.norm(d)
-    d = d / norm if norm > 0 else d
-    return analysis.probe_accuracy(states @ d, labels, seed), d
-
-
-def analyse(base, tuned, cfg: SafetyDimsConfig, data: dict, seed: int) -> dict[str, float]:
-    """Every residual-space metric of one (base, tuned) pair at one precision."""
-    ids, lengths, first = data["test_ids"], data["test_len"], _first(data)
-    before, base_scores = residual.last_states(base, ids, lengths, first)
-    after, scores = residual.last_states(tuned, ids, lengths, first)
-    harmful = data["test_harmful"].astype(bool)
-    refused = scores > 0
-    # the probe's labels: the tuned model's own refusals, or the targets it was taught
-    # when one behaviour has fewer than 2 prompts (flagged as probe_on_targets)
-    on_targets = min(refused.sum(), (~refused).sum()) < 2
-    labels = harmful if on_targets else refused
-    n_layers = after.shape[0]
-    mid, layer_star = mid_layers(n_layers), analysis_layer(n_layers)
-    rng = np.random.default_rng(seed)
-    out: dict[str, float] = {}
-    ranks = {tau: np.zeros(n_layers) for tau in cfg.taus}
-    comp0_acc, probe_acc, rand_acc, cos = (np.zeros(n_layers) for _ in range(4))
-    shift_norm = np.zeros(n_layers)
-    spectra = {}
-    plotted = sorted({0, layer_star, n_layers - 1})
-    for layer in range(n_layers):
-        shift = after[layer] - before[layer]
-        shift_norm[layer] = float(np.linalg.norm(shift, axis=1).mean())
-        if not np.any(shift):
-            comp0_acc[layer], probe_acc[layer], rand_acc[layer] = 0.5, 0.5, 0.5
-            continue  # no shift at all: rank 0, nothing to classify with
-        spec = analysis.shift_spectrum(before[layer], after[layer])
-        for tau in cfg.taus:
-            ranks[tau][layer] = analysis.effective_rank(spec.eigenvalues, tau)
-        comp0 = spec.components[0]
-        comp0_acc[layer] = analysis.probe_accuracy(after[layer] @ comp0, labels, seed)
-        probe_acc[layer], direction = _mean_probe(after[layer], labels, seed)
-        cos[layer] = abs(float(comp0 @ direction))
-        r = rng.standard_normal(after.shape[2])
-        rand_acc[layer] = analysis.probe_accuracy(
-            after[layer] @ (r / np.linalg.norm(r)), labels, seed
-        )
-        if layer in plotted:
-            spectra[layer] = spec.eigenvalues / spec.eigenvalues.sum()
-        if layer == layer_star:
-            k = min(cfg.secondary, spec.components.shape[0] - 1)
-            if k >= 1:
-                proj = shift @ spec.components[1 : 1 + k].T
-                share, p = analysis.separation_test(
-                    proj, data["test_wrapper"], cfg.permutations, seed
-                )
-            else:
-                share, p = 0.0, 1.0
-            out["wrapper_share"], out["wrapper_p"] = share, p
-    out.setdefault("wrapper_share", 0.0)
-    out.setdefault("wrapper_p", 1.0)
-    for tau in cfg.taus:
-        tag = round(tau * 100)
-        out[f"eff_rank_{tag}"] = float(ranks[tau][mid].mean())
-        for layer in range(n_layers):
-            out[f"eff_rank_{tag}_l{layer:02d}"] = float(ranks[tau][layer])
-    out["eff_rank_90_max"] = float(ranks[0.9].max())
-    out["comp0_acc_mid"] = float(comp0_acc[mid].mean())
-    out["comp0_acc_max"] = float(comp0_acc.max())
-    out["probe_acc_mid"] = float(probe_acc[mid].mean())
-    out["rand_acc_mid"] = float(rand_acc[mid].mean())
-    out["comp0_cos_mid"] = float(cos[mid].mean())
-    out["shift_norm_mid"] = float(shift_norm[mid].mean())
-    for layer in range(n_layers):
-        out[f"comp0_acc_l{layer:02d}"] = float(comp0_acc[layer])
-        out[f"probe_acc_l{layer:02d}"] = float(probe_acc[layer])
-    for layer in plotted:
-        shares = spectra.get(layer, np.zeros(0))
-        for j in range(cfg.spectrum_k):
-            out[f"ev_share_{j:02d}_l{layer:02d}"] = float(shares[j]) if j < len(shares) else 0.0
-    out["refusal_rate_harmful"] = float(refused[harmful].mean())
-    out["refusal_rate_benign"] = float(refused[~harmful].mean())
-    out["base_refusal_rate_harmful"] = float((base_scores > 0)[harmful].mean())
-    out["base_refusal_rate_benign"] = float((base_scores > 0)[~harmful].mean())
-    out["refusal_margin_harmful"] = float(scores[harmful].mean())
-    out["probe_on_targets"] = float(on_targets)
-    out["n_layers"] = float(n_layers)
-    return out
-
-
-def _scores(model, rows: list[list[int]], data: dict) -> np.ndarray:
-    ids, lengths = residual.pad_rows(rows, _pad(data))
-    _, scores = residual.last_states(model, ids, lengths, _first(data), with_states=False)
-    return scores
-
-
-def removal(
-    tuned, cfg: SafetyDimsConfig, data: dict, top: np.ndarray, how: str, seed: int
-) -> dict[str, float]:
-    """Refusal of the harmful test prompts before and after deleting tokens of the user's
-    message: ``top`` (positions per prompt) or ``random_draws`` random sets of as many."""
-    ids, lengths = data["test_ids"], data["test_len"]
-    rows = np.flatnonzero(data["test_harmful"].astype(bool))
-    original = [[int(t) for t in ids[i, : lengths[i]]] for i in rows]
-    s0 = _scores(tuned, original, data)
-    draws: list[list[np.ndarray]] = []
-    if how == "top":
-        draws.append([top[i][top[i] >= 0] for i in rows])
-    else:
-        rng = np.random.default_rng([seed, 7])
-        for _ in range(cfg.random_draws):
-            draws.append(
-                [
-                    residual.random_positions(
-                        int(data["test_ustart"][i]),
-                        int(data["test_uend"][i]),
-                        int((top[i] >= 0).sum()),
-                        rng,
-                    )
-                    for i in rows
-                ]
-            )
-    drops, flips, trig = [], [], []
-    for positions in draws:
-        edited = [
-            residual.remove_tokens(ids[i], int(lengths[i]), pos)
-            for i, pos in zip(rows, positions, strict=True)
-        ]
-        s1 = _scores(tuned, edited, data)
-        drops.append(float((s0 - s1).mean()))
-        flips.append(float((s0 > 0).mean() - (s1 > 0).mean()))
-        wrapped = [
-            data["test_trigger"][i][pos].mean()
-            for i, pos in zip(rows, positions, strict=True)
-            if data["test_wrapper"][i] != WRAPPER_CODES["plain"] and len(pos)
-        ]
-        trig.append(float(np.mean(wrapped)) if wrapped else 0.0)
-    return {
-        "refusal_score_drop": float(np.mean(drops)),
-        "refusal_drop": float(np.mean(flips)),
-        "trigger_share": float(np.mean(trig)),
-        "refusal_before": float((s0 > 0).mean()),
-    }
-
-
 def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
     cfg = run.cfg
     seed = int(unit.seed)
-    if unit.variant == "safety_tuned":
-        out = analyse(model.base, model.tuned, cfg, data, seed)
-        if history:
+    if unit.variant in (SAFETY, CONTROL):
+        out = analysis.analyse(model.base, model.tuned, cfg, data, seed)
+        if history:  # the training signals (fp32, measured at the end of training)
             out["final_train_loss"] = float(history[-1]["train_loss"])
+            out.update(
+                {
+                    k: float(v)
+                    for k, v in history[-1].items()
+                    if k.startswith(("calib", "base_calib", "train_refusal"))
+                }
+            )
         return out
     top = getattr(model, TOP_KEY).cpu().numpy()
     how = "top" if unit.variant == "remove_top" else "random"
-    return removal(model.tuned, cfg, data, top, how, seed)
+    return analysis.removal(model.tuned, cfg, data, top, how, seed)
 
 
 def example_input(run: Run, unit: Unit, data: dict):

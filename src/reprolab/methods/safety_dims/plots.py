@@ -72,6 +72,7 @@ def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
         for pattern, label in (
             (r"comp0_acc_l(\d+)", "component 0 of the shift"),
             (r"probe_acc_l(\d+)", "difference-of-means refusal probe"),
+            (r"rand_acc_l(\d+)", "random directions (the control)"),
         ):
             per = _per_layer(sel, pattern)
             if not per:
@@ -83,7 +84,6 @@ def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
             ax.plot(x, mean, marker=".", label=label)
             ax.fill_between(x, np.clip(mean - err, 0, 1), np.clip(mean + err, 0, 1), alpha=0.2)
         ax.axhline(0.5, color="grey", lw=0.8, ls=":", label="chance")
-        ax.axhline(0.9, color="k", lw=0.8, ls="--", label="claim bound 0.9")
         ax.set_ylim(0.0, 1.02)
         ax.set_xlabel("layer")
         ax.set_ylabel("held-out refusal accuracy")
@@ -93,6 +93,7 @@ def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
 
 
 def effective_rank(table: pd.DataFrame, path: Path) -> Path:
+    control = table[table.variant == "control_tuned"]
     rows = table[table.variant == "safety_tuned"]
     taus = sorted(
         {
@@ -108,7 +109,13 @@ def effective_rank(table: pd.DataFrame, path: Path) -> Path:
             x = np.array(list(per))
             mean = np.array([_ci(v)[0] for v in per.values()])
             ax.plot(x, mean, marker=".", label=f"tau = {tau / 100:.1f}")
-        ax.axhline(1, color="k", lw=0.8, ls="--")
+        ref = control[control.precision == panel.col]
+        per = _per_layer(ref, r"eff_rank_90_l(\d+)")
+        if per:
+            x = np.array(list(per))
+            mean = np.array([_ci(v)[0] for v in per.values()])
+            ax.plot(x, mean, color="k", ls="--", label="control fine-tune, tau = 0.9")
+        ax.axhline(1, color="k", lw=0.8, ls=":")
         ax.set_yscale("log")
         ax.set_xlabel("layer")
         ax.set_ylabel("effective rank (mean over seeds)")
