@@ -11,6 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reprolab.ops import portable
+
+# The kernels every `python -m reprolab` process dispatches to (portable by default,
+# src/reprolab/ops/portable.py), set before any test computes in-process with torch.
+portable.apply()
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 

@@ -19,10 +19,15 @@ Two kinds of commands, routed in one place each:
 import os
 import sys
 
-from reprolab.ops import run_command
+from reprolab.ops import portable, run_command
 
 
 def _run(argv: list[str]) -> int:
+    try:  # before torch is imported, here or in the worker's preload
+        portable.apply()
+    except portable.PortableError as exc:
+        print(f"reprolab: {exc}", file=sys.stderr)
+        return 2
     code = run_command(argv)  # worker, mlflow-server: nothing else of reprolab loads
     if code is not None:
         return code

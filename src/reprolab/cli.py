@@ -36,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         "-v", "--verbose", action="store_true", help="print every method's resolved config"
     )
     sub.add_parser("list", help="list registered methods")
+    sub.add_parser(
+        "machine",
+        help="print what results depend on besides code and seeds (CPU, its vector "
+        "extensions, the kernels torch dispatches to, threads; REPROLAB_PORTABLE) as JSON",
+    )
     p = sub.add_parser("scoreboard", help="write docs/results/README.md from committed results")
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
     p = sub.add_parser(
@@ -87,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.json:
                 args.json.write_text(json.dumps(cmp.as_json(), indent=2) + "\n")
             return 1 if cmp.verdicts_differ else 0
+        if args.command == "machine":
+            from reprolab.core.machine import machine
+
+            print(json.dumps(machine(), indent=2))
+            return 0
         if args.command == "list":
             for slug in registry.slugs():
                 print(f"{slug}\t{registry.get(slug).title}")

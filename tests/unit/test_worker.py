@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -216,6 +217,18 @@ def test_other_interpreter_settings_run_in_process(running: Path) -> None:
     )
     assert proc.returncode == 0 and "ensloss" in proc.stdout, proc.stderr
     assert requests(running) == before, "a client with other -W options used the worker"
+
+
+def test_other_kernel_pins_run_in_process(running: Path) -> None:
+    """A worker started with portable kernels (the default) has imported torch with
+    them: a stage asked for with the CPU's own (REPROLAB_PORTABLE=0) runs in-process."""
+    before = requests(running)
+    proc = cli(running, "machine", REPROLAB_PORTABLE="0")
+    assert proc.returncode == 0, proc.stderr
+    assert requests(running) == before, "a client without the pins used a portable worker"
+    assert json.loads(proc.stdout)["kernels"]["REPROLAB_PORTABLE"] == "0"
+    assert cli(running, "machine").returncode == 0
+    assert requests(running) == before + 1, "a client like the worker did not use it"
 
 
 def test_killing_the_client_ends_the_stage(running: Path) -> None:

@@ -47,6 +47,8 @@ def kernels() -> dict[str, Any]:
         "interop_threads": torch.get_num_interop_threads(),
         "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
         "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
+        "MKL_CBWR": os.environ.get("MKL_CBWR", ""),
+        "REPROLAB_PORTABLE": os.environ.get("REPROLAB_PORTABLE", ""),
     }
 
 

@@ -89,6 +89,8 @@ import struct
 import sys
 import time
 
+from reprolab.ops import portable
+
 MODE_ENV = "REPROLAB_WORKER"  # "on" (default: use a running worker), "auto", "off"
 IDLE_ENV = "REPROLAB_WORKER_IDLE"  # seconds without a request before the worker exits
 SOCKET_ENV = "REPROLAB_WORKER_SOCKET"  # a socket path replacing the project's
@@ -206,6 +208,8 @@ def interpreter_identity() -> dict:
         ],
         "warnoptions": list(sys.warnoptions),
         "xoptions": {k: str(v) for k, v in sys._xoptions.items()},
+        # the kernels torch dispatches to are fixed when the server imports it
+        "kernels": portable.kernel_env(),
     }
 
 
