@@ -114,6 +114,27 @@ def test_sequence_tasks_are_seeded_and_labelled_as_documented():
     want = [min(t for t, c in Counter(r).items() if c == max(Counter(r).values())) for r in x]
     assert y.tolist() == want
     assert len(set(y.tolist())) == 3
+    # minority: the least frequent of all vocab tokens (absent ones count 0), ties smallest
+    x, y = tf.sequence_task("minority", 200, 7, 4, seed=2)
+    want = [
+        min(
+            t for t in range(4) if r.tolist().count(t) == min(r.tolist().count(u) for u in range(4))
+        )
+        for r in x
+    ]
+    assert y.tolist() == want and len(set(want)) > 1
+    # prefix_majority: the majority of the first PREFIX tokens only, whatever the length
+    x, y = tf.sequence_task("prefix_majority", 200, 40, 3, seed=3)
+    want = [
+        min(
+            t
+            for t, c in Counter(r[: tf.PREFIX]).items()
+            if c == max(Counter(r[: tf.PREFIX]).values())
+        )
+        for r in x
+    ]
+    assert y.tolist() == want
+    assert (y != tf.sequence_task("majority", 200, 40, 3, seed=3)[1]).any()
     with pytest.raises(ValueError, match="unknown sequence task"):
         tf.sequence_task("parity", 2, 2, 2, 0)
 

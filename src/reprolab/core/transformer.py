@@ -245,7 +245,11 @@ def n_params(model: nn.Module) -> int:
 
 # ---------------------------------------------------------------- synthetic sequence tasks
 
-SequenceTaskName = Literal["first_token", "sum_mod", "max_token", "majority"]
+SequenceTaskName = Literal[
+    "first_token", "sum_mod", "max_token", "majority", "minority", "prefix_majority"
+]
+#: how many leading tokens ``prefix_majority`` counts (fixed, whatever the length)
+PREFIX = 8
 
 
 def sequence_task(
@@ -260,7 +264,12 @@ def sequence_task(
     - ``majority``: the most frequent token, ties to the smallest (a count over all
       positions: a sink that averages only part of the sequence estimates it with
       sampling error, so accuracy grades with how evenly the graph mixes every position
-      into the sink).
+      into the sink);
+    - ``minority``: the least frequent token, ties to the smallest (a count over all
+      positions that must also see which tokens are rare or absent);
+    - ``prefix_majority``: the most frequent of the first ``PREFIX`` tokens, ties to the
+      smallest (a count over positions far from the sink: a graph must both reach the
+      start of the sequence and mix those positions evenly).
     """
     rng = np.random.default_rng(seed)
     x = rng.integers(0, vocab, size=(n, length), dtype=np.int64)
@@ -270,11 +279,13 @@ def sequence_task(
         y = x.sum(axis=1) % vocab
     elif name == "max_token":
         y = x.max(axis=1)
-    elif name == "majority":
-        counts = (x[:, :, None] == np.arange(vocab)).sum(axis=1)
-        y = counts.argmax(axis=1)
+    elif name in ("majority", "minority", "prefix_majority"):
+        seen = x[:, :PREFIX] if name == "prefix_majority" else x
+        counts = (seen[:, :, None] == np.arange(vocab)).sum(axis=1)
+        y = counts.argmin(axis=1) if name == "minority" else counts.argmax(axis=1)
     else:
         raise ValueError(
-            f"unknown sequence task {name!r}: first_token, sum_mod, max_token or majority"
+            f"unknown sequence task {name!r}: first_token, sum_mod, max_token, majority, "
+            "minority or prefix_majority"
         )
     return x, y.astype(np.int64)

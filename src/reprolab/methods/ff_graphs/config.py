@@ -9,7 +9,7 @@ from pydantic import Field
 from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
 
 Family = Literal["line", "full", "window", "dilated", "random", "searched"]
-TaskName = Literal["first_token", "sum_mod", "max_token", "majority"]
+TaskName = Literal["first_token", "sum_mod", "max_token", "majority", "minority", "prefix_majority"]
 
 
 class FFGraphsConfig(MethodConfig, DataSeed, OptimConfig):
