@@ -47,6 +47,7 @@ stage.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -534,6 +535,37 @@ class Run:
         """Every task x selected variant x seed: the units of a method with nothing
         special about them (a method's ``units`` hook may return just this)."""
         return [Unit(t, v, s) for t in sorted(tasks) for s in self.seeds for v in self.variants]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a method's ``plots`` (or ``runtime_plots``) hook, listed in the
+    method's plots module: ``draw(source, path=out_dir / file, **kwargs)``. ``source``
+    is the metrics table (``reads="table"``) or the hook's last argument (``reads=
+    "units"``: the :class:`TrainedUnits` of ``plots``, the timings of ``runtime_plots``)."""
+
+    draw: Callable[..., Path]
+    file: str
+    reads: Literal["table", "units"] = "table"
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def figures_hook(name: str = "FIGURES") -> Callable[[Run, Any, Path, Any], list[Path]]:
+    """A ``plots`` (or ``runtime_plots``) hook drawing the :class:`Figure` tuple ``name``
+    of the method's plots module (``plots`` beside its hooks module), in order. The
+    module is imported when the hook runs, so loading the hooks imports no matplotlib."""
+
+    def hook(run: Run, table: Any, out_dir: Path, units: Any) -> list[Path]:
+        module = importlib.import_module(run.spec.hooks.rpartition(".")[0] + ".plots")
+        return [
+            fig.draw(
+                units if fig.reads == "units" else table, path=out_dir / fig.file, **fig.kwargs
+            )
+            for fig in getattr(module, name)
+        ]
+
+    hook.__doc__ = f"Draw the figures of the method's plots.{name}."
+    return hook
 
 
 class MethodHooks(Protocol):

@@ -300,6 +300,47 @@ def test_no_method_lists_its_prepare_keys_by_hand():
     }
 
 
+def test_figures_hook_draws_the_plots_module_figures_in_order(tmp_path, monkeypatch):
+    """A plots hook from :func:`figures_hook` imports the plots module beside the hooks
+    module when it runs and calls each figure on the table or the hook's last argument."""
+    import sys
+    import types
+
+    from reprolab.contract import Figure, Run, figures_hook
+
+    calls = []
+
+    def draw(tag):
+        def f(source, path, **kwargs):
+            calls.append((tag, source, path, kwargs))
+            return path
+
+        return f
+
+    module = types.ModuleType("toy_figs.plots")
+    module.FIGURES = (
+        Figure(draw("a"), "a.png"),
+        Figure(draw("b"), "b.png", "units"),
+        Figure(draw("c"), "c.png", "table", {"metric": "acc"}),
+    )
+    module.RUNTIME_FIGURES = (Figure(draw("t"), "t.png", "units"),)
+    monkeypatch.setitem(sys.modules, "toy_figs", types.ModuleType("toy_figs"))
+    monkeypatch.setitem(sys.modules, "toy_figs.plots", module)
+    run = Run(_spec(hooks="toy_figs.method"), MethodConfig(), (0,), tmp_path)
+    table, trained = object(), object()
+    paths = figures_hook()(run, table, tmp_path, trained)
+    assert paths == [tmp_path / "a.png", tmp_path / "b.png", tmp_path / "c.png"]
+    assert calls == [
+        ("a", table, tmp_path / "a.png", {}),
+        ("b", trained, tmp_path / "b.png", {}),
+        ("c", table, tmp_path / "c.png", {"metric": "acc"}),
+    ]
+    calls.clear()
+    timings = {"u": {}}
+    assert figures_hook("RUNTIME_FIGURES")(run, table, tmp_path, timings) == [tmp_path / "t.png"]
+    assert calls == [("t", timings, tmp_path / "t.png", {})]
+
+
 def test_asset_sections_are_validated():
     raw = copy.deepcopy(GOOD)
     raw["assets"]["nosuch"] = {}
