@@ -51,9 +51,10 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, get_type_hints
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 ParamValue = int | float | str | bool
 #: precisions a method may evaluate at without the quantize stage (the model cast)
@@ -176,9 +177,9 @@ class MethodConfig(StrictConfig):
 # A method config inherits MethodConfig and the mixins of the settings it shares with
 # other methods: ``class TtbaConfig(MethodConfig, ImageDataConfig, OptimConfig)``. A
 # mixin field's documentation, bounds and default live once, on the mixin; a method
-# whose default differs redeclares the field in its own class with its default (pydantic
-# replaces an inherited field whole: the redeclaration restates the bounds, and the
-# :func:`prepare_field` marker of a field prepare reads).
+# whose default differs redeclares the field with :func:`mixin_field`, which keeps the
+# mixin's bounds and :func:`prepare_field` marker (pydantic replaces an inherited field
+# whole). A method whose bounds differ too redeclares the field whole.
 
 #: the ``json_schema_extra`` key of :func:`prepare_field`
 PREPARE_MARK = "prepare"
@@ -200,6 +201,18 @@ def prepare_fields(model: type[BaseModel]) -> tuple[str, ...] | None:
         if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get(PREPARE_MARK)
     )
     return marked or None
+
+
+def mixin_field(mixin: type[BaseModel], name: str, default: Any) -> Any:
+    """The field ``name`` of ``mixin`` with another ``default``, for a method config
+    that inherits the mixin: ``epochs: int = mixin_field(OptimConfig, "epochs", 10)``.
+    Its bounds and :func:`prepare_field` marker stay the mixin's, stated once."""
+    info = FieldInfo.merge_field_infos(mixin.model_fields[name], default=default)
+    # the redeclared annotation brings its own constraints again (``Split``'s): keep
+    # only those of the field itself, or they would be checked twice
+    carried = FieldInfo.from_annotation(get_type_hints(mixin, include_extras=True)[name])
+    info.metadata = [m for m in info.metadata if m not in carried.metadata]
+    return info
 
 
 class DataSeed(StrictConfig):

@@ -23,6 +23,7 @@ from reprolab.contract import (
     Split,
     Unit,
     Variant,
+    mixin_field,
     prepare_field,
     prepare_fields,
 )
@@ -298,6 +299,36 @@ def test_no_method_lists_its_prepare_keys_by_hand():
         "data_seed",
         "code_ratios",
     }
+
+
+# the redeclarations of _Mixed, written out whole (the reference)
+class _ByHand(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = prepare_field(700, ge=0)
+    split: Split = prepare_field([0.8, 0.1, 0.1])
+    epochs: int = Field(default=9, ge=1)
+
+
+class _Mixed(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = mixin_field(ImageDataConfig, "max_rows", 700)
+    split: Split = mixin_field(ImageDataConfig, "split", [0.8, 0.1, 0.1])
+    epochs: int = mixin_field(OptimConfig, "epochs", 9)
+
+
+def test_mixin_field_changes_the_default_and_keeps_bounds_and_marker():
+    assert (_Mixed().max_rows, _Mixed().split, _Mixed().epochs) == (700, [0.8, 0.1, 0.1], 9)
+    assert _Mixed().lr == OptimConfig().lr  # a field not redeclared keeps the mixin's
+    for bad in ({"max_rows": -1}, {"split": [0.5, 0.5, 0.5]}, {"split": [1.0]}, {"epochs": 0}):
+        with pytest.raises(ValidationError):
+            _Mixed(**bad)
+    # the same field, bounds, marker and order as the redeclaration written out whole;
+    # the constraints of ``Split`` once, not again from the redeclared annotation
+    assert list(_Mixed.model_fields) == list(_ByHand.model_fields)
+    for name in ("max_rows", "split", "epochs"):
+        mixed, hand = _Mixed.model_fields[name], _ByHand.model_fields[name]
+        assert repr(mixed) == repr(hand), name
+    assert len(_Mixed.model_fields["split"].metadata) == 3  # MinLen, MaxLen, the sum check
+    assert _Mixed.model_json_schema() == {**_ByHand.model_json_schema(), "title": "_Mixed"}
+    assert prepare_fields(_Mixed) == prepare_fields(_ByHand)
 
 
 def test_figures_hook_draws_the_plots_module_figures_in_order(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
 
 Dataset = Literal["qm9", "community"]
 
@@ -33,8 +33,8 @@ class BitDGDMConfig(MethodConfig, DataSeed, OptimConfig):
     hidden_y: int = Field(default=16, ge=2)
     layers: int = Field(default=2, ge=1)
     heads: int = Field(default=4, ge=1)
-    epochs: int = Field(default=4, ge=1)
-    lr: float = Field(default=2e-3, gt=0)
+    epochs: int = mixin_field(OptimConfig, "epochs", 4)
+    lr: float = mixin_field(OptimConfig, "lr", 2e-3)
     #: weight of the edge cross-entropy (DiGress: 5)
     lambda_e: float = Field(default=5.0, ge=0)
     #: graphs sampled per evaluation (the same seed at every precision), per task; batch

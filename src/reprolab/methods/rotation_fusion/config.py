@@ -14,6 +14,7 @@ from reprolab.contract import (
     MethodConfig,
     OptimConfig,
     Split,
+    mixin_field,
     prepare_field,
 )
 
@@ -37,8 +38,8 @@ class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):
     depth: int = Field(default=2, ge=1, le=8)
     heads: int = Field(default=4, ge=1)
     mlp_ratio: float = Field(default=2.0, gt=0)
-    epochs: int = Field(default=4, ge=1)
-    batch_size: int = Field(default=128, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 4)
+    batch_size: int = mixin_field(OptimConfig, "batch_size", 128)
     #: fine-tuning (regime "finetune"): epochs and learning rate from the base model
     #: (reference: 30 epochs at lr 1e-5 on ~1,000 rows per fine-tune, rb-1k-whead.yaml)
     finetune_epochs: int = Field(default=2, ge=1)
