@@ -205,8 +205,9 @@ def prepare_fields(model: type[BaseModel]) -> tuple[str, ...] | None:
 
 def mixin_field(mixin: type[BaseModel], name: str, default: Any) -> Any:
     """The field ``name`` of ``mixin`` with another ``default``, for a method config
-    that inherits the mixin: ``epochs: int = mixin_field(OptimConfig, "epochs", 10)``.
-    Its bounds and :func:`prepare_field` marker stay the mixin's, stated once."""
+    that inherits the mixin: ``epochs: int = mixin_field(OptimConfig, "epochs", 10)``
+    (or that has the same setting without the mixin's other fields: one image dataset,
+    not a list). Its bounds and :func:`prepare_field` marker stay the mixin's."""
     info = FieldInfo.merge_field_infos(mixin.model_fields[name], default=default)
     # the redeclared annotation brings its own constraints again (``Split``'s): keep
     # only those of the field itself, or they would be checked twice

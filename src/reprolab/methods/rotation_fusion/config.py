@@ -10,7 +10,9 @@ from pydantic import Field, field_validator, model_validator
 from reprolab.contract import (
     IMAGE_SIDE,
     DataSeed,
+    ImageDataConfig,
     ImageDataset,
+    ImageDatasets,
     MethodConfig,
     OptimConfig,
     Split,
@@ -24,10 +26,10 @@ Regime = Literal["seeds", "finetune"]
 class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):
     #: image dataset of the ``images`` asset (one classification task per regime)
     dataset: ImageDataset = prepare_field("mnist")
-    #: rows after a stratified subsample (0 = all)
-    max_rows: int = prepare_field(2400, ge=0)
-    #: train / validation / test fractions, fixed at prepare
-    split: Split = prepare_field([0.7, 0.15, 0.15])
+    #: the image-data settings of that one dataset: rows after a stratified subsample
+    #: (0 = all) and train / validation / test fractions, fixed at prepare
+    max_rows: int = mixin_field(ImageDatasets, "max_rows", 2400)
+    split: Split = mixin_field(ImageDataConfig, "split", [0.7, 0.15, 0.15])
     #: "seeds": two models from different seeds; "finetune": two fine-tunes of one base
     regimes: list[Regime] = prepare_field(["seeds", "finetune"], min_length=1)
     #: model pairs per seed of the profile (a unit parameter ``pair``)
