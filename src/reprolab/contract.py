@@ -51,7 +51,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, get_type_hints
+from typing import Annotated, Any, ClassVar, Literal, Protocol, get_type_hints
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
@@ -232,6 +232,10 @@ IMAGE_SIDE: dict[str, int] = {"digits": 8, "mnist": 28, "fashion_mnist": 28}
 
 class ImageDatasets(DataSeed):
     """Mixin of a method with one task per dataset of the ``images`` asset."""
+
+    #: the assets a config with this mixin reads: its spec's ``MethodSpec.assets`` has
+    #: them without restating them
+    ASSETS: ClassVar[tuple[str, ...]] = ("images",)
 
     #: datasets of the ``images`` asset, one task each
     datasets: list[ImageDataset] = prepare_field(["mnist"], min_length=1)
@@ -442,7 +446,8 @@ class MethodSpec:
     readme: Path | None = None
     #: the smallest config that still runs every code path (used by the contract test)
     test_overrides: dict[str, Any] = field(default_factory=dict)
-    #: shared assets the method reads (names under ``reprolab/assets/``)
+    #: shared assets the method reads (names under ``reprolab/assets/``); those its config
+    #: mixins read (``ASSETS`` of :class:`ImageDatasets`) are added, first
     assets: tuple[str, ...] = ()
     #: the config keys the ``prepare`` hook reads (``None``: all of them). Prepared data
     #: depends on these alone, so changing ``epochs`` does not rebuild datasets; the
@@ -462,6 +467,8 @@ class MethodSpec:
             object.__setattr__(self, "readme", folder / "README.md")
         if self.prepare_keys is None:
             object.__setattr__(self, "prepare_keys", prepare_fields(self.config_model))
+        implied = getattr(self.config_model, "ASSETS", ())
+        object.__setattr__(self, "assets", tuple(dict.fromkeys((*implied, *self.assets))))
 
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]

@@ -17,6 +17,7 @@ from reprolab import config, registry
 from reprolab.contract import (
     DataSeed,
     ImageDataConfig,
+    ImageDatasets,
     MethodConfig,
     MethodSpec,
     OptimConfig,
@@ -329,6 +330,19 @@ def test_mixin_field_changes_the_default_and_keeps_bounds_and_marker():
     assert len(_Mixed.model_fields["split"].metadata) == 3  # MinLen, MaxLen, the sum check
     assert _Mixed.model_json_schema() == {**_ByHand.model_json_schema(), "title": "_Mixed"}
     assert prepare_fields(_Mixed) == prepare_fields(_ByHand)
+
+
+def test_a_mixin_names_the_assets_its_fields_read():
+    """A config with the image-data mixin reads the images asset: its spec lists it
+    without restating it, first, and once; other assets stay as the spec lists them."""
+    assert _spec(config_model=_Toy).assets == ("images",)
+    assert _spec(config_model=_Toy, assets=("smollm2", "images")).assets == ("images", "smollm2")
+    assert _spec(config_model=MethodConfig, assets=("smollm2",)).assets == ("smollm2",)
+    image_methods = {
+        s for s in registry.slugs() if issubclass(registry.get(s).config_model, ImageDatasets)
+    }
+    assert image_methods == {"bdia", "cplearn", "lip_rcp", "ttba"}
+    assert all(registry.get(s).assets == ("images",) for s in image_methods)
 
 
 def test_figures_hook_draws_the_plots_module_figures_in_order(tmp_path, monkeypatch):

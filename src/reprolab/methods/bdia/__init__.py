@@ -50,7 +50,6 @@ SPEC = MethodSpec(
     ),
     claims=CLAIMS,
     metrics=_COMMON + _RECON,
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 200,

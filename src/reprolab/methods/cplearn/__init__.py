@@ -40,7 +40,6 @@ SPEC = MethodSpec(
         "erank_frac",
         "intra_var",
     ),
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 300,

@@ -42,7 +42,6 @@ SPEC = MethodSpec(
         "lipschitz_emp",
         "accuracy",
     ),
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 400,

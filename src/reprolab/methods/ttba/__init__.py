@@ -63,7 +63,6 @@ SPEC = MethodSpec(
     # int8 victim too. int8_dynamic quantizes the CNN's two Linear layers; the
     # convolutions stay fp32.
     metrics=(*ATTACK_METRICS, *BEST_K_METRICS, *VICTIM_METRICS),
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 0,
