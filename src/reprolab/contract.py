@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Protocol, get_type_hints
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
 ParamValue = int | float | str | bool
@@ -214,6 +214,24 @@ def mixin_field(mixin: type[BaseModel], name: str, default: Any) -> Any:
     carried = FieldInfo.from_annotation(get_type_hints(mixin, include_extras=True)[name])
     info.metadata = [m for m in info.metadata if m not in carried.metadata]
     return info
+
+
+def distinct_values(
+    *fields: str,
+    message: str,
+    ok: Callable[[Any], bool] = lambda value: True,
+    sort: bool = False,
+) -> Any:
+    """A validator of the list fields ``fields`` of a config: every value passes ``ok``
+    and none is listed twice, else ``ValueError(message)``; the list is kept sorted when
+    ``sort``. In a config's body: ``_sizes = distinct_values("sizes", message=...)``."""
+
+    def check(cls, v: list) -> list:
+        if not all(ok(x) for x in v) or len(set(v)) != len(v):
+            raise ValueError(message)
+        return sorted(v) if sort else v
+
+    return field_validator(*fields)(classmethod(check))
 
 
 class DataSeed(StrictConfig):

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from reprolab import config, registry
 from reprolab.contract import (
@@ -22,8 +22,10 @@ from reprolab.contract import (
     MethodSpec,
     OptimConfig,
     Split,
+    StrictConfig,
     Unit,
     Variant,
+    distinct_values,
     mixin_field,
     prepare_field,
     prepare_fields,
@@ -343,6 +345,50 @@ def test_a_mixin_names_the_assets_its_fields_read():
     }
     assert image_methods == {"bdia", "cplearn", "lip_rcp", "ttba"}
     assert all(registry.get(s).assets == ("images",) for s in image_methods)
+
+
+def test_distinct_values_checks_like_the_validator_written_out():
+    """Against the validator it replaces, written out whole, on every short list."""
+    import itertools
+
+    class Hand(StrictConfig):
+        a: list[int] = []
+        b: list[int] = []
+
+        @field_validator("a", "b")
+        @classmethod
+        def _check(cls, v: list[int]) -> list[int]:
+            if any(x < 1 for x in v) or len(set(v)) != len(v):
+                raise ValueError("distinct and >= 1")
+            return sorted(v)
+
+    class Short(StrictConfig):
+        a: list[int] = []
+        b: list[int] = []
+        _check = distinct_values(
+            "a", "b", message="distinct and >= 1", ok=lambda x: x >= 1, sort=True
+        )
+
+    def outcome(model, **kw):
+        try:
+            return model(**kw).model_dump()
+        except ValidationError as exc:
+            return [(e["loc"], e["msg"]) for e in exc.errors()]
+
+    lists = [list(p) for n in range(4) for p in itertools.product([0, 1, 2, 3], repeat=n)]
+    for v in lists:
+        assert outcome(Short, a=v) == outcome(Hand, a=v), v
+        assert outcome(Short, b=v) == outcome(Hand, b=v), v
+    assert outcome(Short, a=[3, 1]) == {"a": [1, 3], "b": []}  # kept sorted
+    assert outcome(Short, a=[1, 1]) == [(("a",), "Value error, distinct and >= 1")]
+
+    class Unsorted(StrictConfig):
+        a: list[str] = []
+        _check = distinct_values("a", message="twice")
+
+    assert Unsorted(a=["y", "x"]).a == ["y", "x"]  # any value passes; order kept
+    with pytest.raises(ValidationError, match="twice"):
+        Unsorted(a=["x", "x"])
 
 
 def test_figures_hook_draws_the_plots_module_figures_in_order(tmp_path, monkeypatch):

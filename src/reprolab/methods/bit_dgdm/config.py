@@ -6,7 +6,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
+from reprolab.contract import (
+    DataSeed,
+    MethodConfig,
+    OptimConfig,
+    distinct_values,
+    mixin_field,
+    prepare_field,
+)
 
 Dataset = Literal["qm9", "community"]
 
@@ -52,12 +59,7 @@ class BitDGDMConfig(MethodConfig, DataSeed, OptimConfig):
             raise ValueError("community_nodes must be [min, max] with 2 <= min <= max")
         return v
 
-    @field_validator("datasets")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("datasets must be distinct")
-        return v
+    _distinct = distinct_values("datasets", message="datasets must be distinct")
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> BitDGDMConfig:
