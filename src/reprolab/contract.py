@@ -47,12 +47,14 @@ stage.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol, get_type_hints
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic.fields import FieldInfo
 
 ParamValue = int | float | str | bool
 #: precisions a method may evaluate at without the quantize stage (the model cast)
@@ -175,9 +177,9 @@ class MethodConfig(StrictConfig):
 # A method config inherits MethodConfig and the mixins of the settings it shares with
 # other methods: ``class TtbaConfig(MethodConfig, ImageDataConfig, OptimConfig)``. A
 # mixin field's documentation, bounds and default live once, on the mixin; a method
-# whose default differs redeclares the field in its own class with its default (pydantic
-# replaces an inherited field whole: the redeclaration restates the bounds, and the
-# :func:`prepare_field` marker of a field prepare reads).
+# whose default differs redeclares the field with :func:`mixin_field`, which keeps the
+# mixin's bounds and :func:`prepare_field` marker (pydantic replaces an inherited field
+# whole). A method whose bounds differ too redeclares the field whole.
 
 #: the ``json_schema_extra`` key of :func:`prepare_field`
 PREPARE_MARK = "prepare"
@@ -201,6 +203,37 @@ def prepare_fields(model: type[BaseModel]) -> tuple[str, ...] | None:
     return marked or None
 
 
+def mixin_field(mixin: type[BaseModel], name: str, default: Any) -> Any:
+    """The field ``name`` of ``mixin`` with another ``default``, for a method config
+    that inherits the mixin: ``epochs: int = mixin_field(OptimConfig, "epochs", 10)``
+    (or that has the same setting without the mixin's other fields: one image dataset,
+    not a list). Its bounds and :func:`prepare_field` marker stay the mixin's."""
+    info = FieldInfo.merge_field_infos(mixin.model_fields[name], default=default)
+    # the redeclared annotation brings its own constraints again (``Split``'s): keep
+    # only those of the field itself, or they would be checked twice
+    carried = FieldInfo.from_annotation(get_type_hints(mixin, include_extras=True)[name])
+    info.metadata = [m for m in info.metadata if m not in carried.metadata]
+    return info
+
+
+def distinct_values(
+    *fields: str,
+    message: str,
+    ok: Callable[[Any], bool] = lambda value: True,
+    sort: bool = False,
+) -> Any:
+    """A validator of the list fields ``fields`` of a config: every value passes ``ok``
+    and none is listed twice, else ``ValueError(message)``; the list is kept sorted when
+    ``sort``. In a config's body: ``_sizes = distinct_values("sizes", message=...)``."""
+
+    def check(cls, v: list) -> list:
+        if not all(ok(x) for x in v) or len(set(v)) != len(v):
+            raise ValueError(message)
+        return sorted(v) if sort else v
+
+    return field_validator(*fields)(classmethod(check))
+
+
 class DataSeed(StrictConfig):
     """Mixin: the seed of what ``prepare`` draws."""
 
@@ -217,6 +250,10 @@ IMAGE_SIDE: dict[str, int] = {"digits": 8, "mnist": 28, "fashion_mnist": 28}
 
 class ImageDatasets(DataSeed):
     """Mixin of a method with one task per dataset of the ``images`` asset."""
+
+    #: the assets a config with this mixin reads: its spec's ``MethodSpec.assets`` has
+    #: them without restating them
+    ASSETS: ClassVar[tuple[str, ...]] = ("images",)
 
     #: datasets of the ``images`` asset, one task each
     datasets: list[ImageDataset] = prepare_field(["mnist"], min_length=1)
@@ -427,7 +464,8 @@ class MethodSpec:
     readme: Path | None = None
     #: the smallest config that still runs every code path (used by the contract test)
     test_overrides: dict[str, Any] = field(default_factory=dict)
-    #: shared assets the method reads (names under ``reprolab/assets/``)
+    #: shared assets the method reads (names under ``reprolab/assets/``); those its config
+    #: mixins read (``ASSETS`` of :class:`ImageDatasets`) are added, first
     assets: tuple[str, ...] = ()
     #: the config keys the ``prepare`` hook reads (``None``: all of them). Prepared data
     #: depends on these alone, so changing ``epochs`` does not rebuild datasets; the
@@ -447,6 +485,8 @@ class MethodSpec:
             object.__setattr__(self, "readme", folder / "README.md")
         if self.prepare_keys is None:
             object.__setattr__(self, "prepare_keys", prepare_fields(self.config_model))
+        implied = getattr(self.config_model, "ASSETS", ())
+        object.__setattr__(self, "assets", tuple(dict.fromkeys((*implied, *self.assets))))
 
     def variant_names(self) -> list[str]:
         return [v.name for v in self.variants]
@@ -534,6 +574,37 @@ class Run:
         """Every task x selected variant x seed: the units of a method with nothing
         special about them (a method's ``units`` hook may return just this)."""
         return [Unit(t, v, s) for t in sorted(tasks) for s in self.seeds for v in self.variants]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a method's ``plots`` (or ``runtime_plots``) hook, listed in the
+    method's plots module: ``draw(source, path=out_dir / file, **kwargs)``. ``source``
+    is the metrics table (``reads="table"``) or the hook's last argument (``reads=
+    "units"``: the :class:`TrainedUnits` of ``plots``, the timings of ``runtime_plots``)."""
+
+    draw: Callable[..., Path]
+    file: str
+    reads: Literal["table", "units"] = "table"
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def figures_hook(name: str = "FIGURES") -> Callable[[Run, Any, Path, Any], list[Path]]:
+    """A ``plots`` (or ``runtime_plots``) hook drawing the :class:`Figure` tuple ``name``
+    of the method's plots module (``plots`` beside its hooks module), in order. The
+    module is imported when the hook runs, so loading the hooks imports no matplotlib."""
+
+    def hook(run: Run, table: Any, out_dir: Path, units: Any) -> list[Path]:
+        module = importlib.import_module(run.spec.hooks.rpartition(".")[0] + ".plots")
+        return [
+            fig.draw(
+                units if fig.reads == "units" else table, path=out_dir / fig.file, **fig.kwargs
+            )
+            for fig in getattr(module, name)
+        ]
+
+    hook.__doc__ = f"Draw the figures of the method's plots.{name}."
+    return hook
 
 
 class MethodHooks(Protocol):

@@ -11,18 +11,22 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from reprolab import config, registry
 from reprolab.contract import (
     DataSeed,
     ImageDataConfig,
+    ImageDatasets,
     MethodConfig,
     MethodSpec,
     OptimConfig,
     Split,
+    StrictConfig,
     Unit,
     Variant,
+    distinct_values,
+    mixin_field,
     prepare_field,
     prepare_fields,
 )
@@ -298,6 +302,134 @@ def test_no_method_lists_its_prepare_keys_by_hand():
         "data_seed",
         "code_ratios",
     }
+
+
+# the redeclarations of _Mixed, written out whole (the reference)
+class _ByHand(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = prepare_field(700, ge=0)
+    split: Split = prepare_field([0.8, 0.1, 0.1])
+    epochs: int = Field(default=9, ge=1)
+
+
+class _Mixed(MethodConfig, ImageDataConfig, OptimConfig):
+    max_rows: int = mixin_field(ImageDataConfig, "max_rows", 700)
+    split: Split = mixin_field(ImageDataConfig, "split", [0.8, 0.1, 0.1])
+    epochs: int = mixin_field(OptimConfig, "epochs", 9)
+
+
+def test_mixin_field_changes_the_default_and_keeps_bounds_and_marker():
+    assert (_Mixed().max_rows, _Mixed().split, _Mixed().epochs) == (700, [0.8, 0.1, 0.1], 9)
+    assert _Mixed().lr == OptimConfig().lr  # a field not redeclared keeps the mixin's
+    for bad in ({"max_rows": -1}, {"split": [0.5, 0.5, 0.5]}, {"split": [1.0]}, {"epochs": 0}):
+        with pytest.raises(ValidationError):
+            _Mixed(**bad)
+    # the same field, bounds, marker and order as the redeclaration written out whole;
+    # the constraints of ``Split`` once, not again from the redeclared annotation
+    assert list(_Mixed.model_fields) == list(_ByHand.model_fields)
+    for name in ("max_rows", "split", "epochs"):
+        mixed, hand = _Mixed.model_fields[name], _ByHand.model_fields[name]
+        assert repr(mixed) == repr(hand), name
+    assert len(_Mixed.model_fields["split"].metadata) == 3  # MinLen, MaxLen, the sum check
+    assert _Mixed.model_json_schema() == {**_ByHand.model_json_schema(), "title": "_Mixed"}
+    assert prepare_fields(_Mixed) == prepare_fields(_ByHand)
+
+
+def test_a_mixin_names_the_assets_its_fields_read():
+    """A config with the image-data mixin reads the images asset: its spec lists it
+    without restating it, first, and once; other assets stay as the spec lists them."""
+    assert _spec(config_model=_Toy).assets == ("images",)
+    assert _spec(config_model=_Toy, assets=("smollm2", "images")).assets == ("images", "smollm2")
+    assert _spec(config_model=MethodConfig, assets=("smollm2",)).assets == ("smollm2",)
+    image_methods = {
+        s for s in registry.slugs() if issubclass(registry.get(s).config_model, ImageDatasets)
+    }
+    assert image_methods == {"bdia", "cplearn", "lip_rcp", "ttba"}
+    assert all(registry.get(s).assets == ("images",) for s in image_methods)
+
+
+def test_distinct_values_checks_like_the_validator_written_out():
+    """Against the validator it replaces, written out whole, on every short list."""
+    import itertools
+
+    class Hand(StrictConfig):
+        a: list[int] = []
+        b: list[int] = []
+
+        @field_validator("a", "b")
+        @classmethod
+        def _check(cls, v: list[int]) -> list[int]:
+            if any(x < 1 for x in v) or len(set(v)) != len(v):
+                raise ValueError("distinct and >= 1")
+            return sorted(v)
+
+    class Short(StrictConfig):
+        a: list[int] = []
+        b: list[int] = []
+        _check = distinct_values(
+            "a", "b", message="distinct and >= 1", ok=lambda x: x >= 1, sort=True
+        )
+
+    def outcome(model, **kw):
+        try:
+            return model(**kw).model_dump()
+        except ValidationError as exc:
+            return [(e["loc"], e["msg"]) for e in exc.errors()]
+
+    lists = [list(p) for n in range(4) for p in itertools.product([0, 1, 2, 3], repeat=n)]
+    for v in lists:
+        assert outcome(Short, a=v) == outcome(Hand, a=v), v
+        assert outcome(Short, b=v) == outcome(Hand, b=v), v
+    assert outcome(Short, a=[3, 1]) == {"a": [1, 3], "b": []}  # kept sorted
+    assert outcome(Short, a=[1, 1]) == [(("a",), "Value error, distinct and >= 1")]
+
+    class Unsorted(StrictConfig):
+        a: list[str] = []
+        _check = distinct_values("a", message="twice")
+
+    assert Unsorted(a=["y", "x"]).a == ["y", "x"]  # any value passes; order kept
+    with pytest.raises(ValidationError, match="twice"):
+        Unsorted(a=["x", "x"])
+
+
+def test_figures_hook_draws_the_plots_module_figures_in_order(tmp_path, monkeypatch):
+    """A plots hook from :func:`figures_hook` imports the plots module beside the hooks
+    module when it runs and calls each figure on the table or the hook's last argument."""
+    import sys
+    import types
+
+    from reprolab.contract import Figure, Run, figures_hook
+
+    calls = []
+
+    def draw(tag):
+        def f(source, path, **kwargs):
+            calls.append((tag, source, path, kwargs))
+            return path
+
+        return f
+
+    module = types.ModuleType("toy_figs.plots")
+    module.FIGURES = (
+        Figure(draw("a"), "a.png"),
+        Figure(draw("b"), "b.png", "units"),
+        Figure(draw("c"), "c.png", "table", {"metric": "acc"}),
+    )
+    module.RUNTIME_FIGURES = (Figure(draw("t"), "t.png", "units"),)
+    monkeypatch.setitem(sys.modules, "toy_figs", types.ModuleType("toy_figs"))
+    monkeypatch.setitem(sys.modules, "toy_figs.plots", module)
+    run = Run(_spec(hooks="toy_figs.method"), MethodConfig(), (0,), tmp_path)
+    table, trained = object(), object()
+    paths = figures_hook()(run, table, tmp_path, trained)
+    assert paths == [tmp_path / "a.png", tmp_path / "b.png", tmp_path / "c.png"]
+    assert calls == [
+        ("a", table, tmp_path / "a.png", {}),
+        ("b", trained, tmp_path / "b.png", {}),
+        ("c", table, tmp_path / "c.png", {"metric": "acc"}),
+    ]
+    calls.clear()
+    timings = {"u": {}}
+    assert figures_hook("RUNTIME_FIGURES")(run, table, tmp_path, timings) == [tmp_path / "t.png"]
+    assert calls == [("t", timings, tmp_path / "t.png", {})]
 
 
 def test_asset_sections_are_validated():

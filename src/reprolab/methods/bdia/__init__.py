@@ -5,7 +5,7 @@ Paper: "On Exact Bit-level Reversible Transformers Without Changing Architecture
 (guoqiang-zhang-x/BDIA-Transformer) holds only a README.
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.bdia.claims import CLAIMS
 from reprolab.methods.bdia.config import PROFILE_DEFAULTS, BDIAConfig
 
@@ -49,9 +49,7 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=_COMMON + _RECON,
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 200,

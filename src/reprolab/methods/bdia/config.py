@@ -9,12 +9,12 @@ from reprolab.contract import (
     ImageDataset,
     MethodConfig,
     OptimConfig,
-    prepare_field,
+    mixin_field,
 )
 
 
 class BDIAConfig(MethodConfig, ImageDataConfig, OptimConfig):
-    datasets: list[ImageDataset] = prepare_field(["digits"], min_length=1)
+    datasets: list[ImageDataset] = mixin_field(ImageDataConfig, "datasets", ["digits"])
     #: the ViT: patches per image side (8x8 digits -> 2x2 patches, 28x28 -> 7x7), width,
     #: number of blocks, heads, MLP width ratio
     patches_per_side: int = Field(default=4, ge=1, le=14)
@@ -22,7 +22,7 @@ class BDIAConfig(MethodConfig, ImageDataConfig, OptimConfig):
     depth: int = Field(default=4, ge=2, le=24)
     heads: int = Field(default=2, ge=1)
     mlp_ratio: float = Field(default=2.0, gt=0)
-    epochs: int = Field(default=10, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 10)
     batch_size: int = Field(default=64, ge=2)
     #: fixed-point fraction bits of the BDIA activations (the paper's l = 9)
     bits: int = Field(default=9, ge=1, le=20)

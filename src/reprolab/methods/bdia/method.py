@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import datasets
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 # ---------------------------------------------------------------- prepare
@@ -101,11 +100,4 @@ example_input = datasets.example_rows(256)
 calibration_inputs = datasets.calibration_rows(512)
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.bdia import plots as figs
-
-    return [
-        figs.accuracy(table, out_dir / "accuracy.png"),
-        figs.memory_bars(table, out_dir / "saved_memory.png"),
-        figs.learning_curves(trained, out_dir / "learning_curves.png"),
-    ]
+plots = figures_hook()

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import plot_mean_curves, plt, save_figure
 from reprolab.core.stats import t_interval
 
@@ -77,3 +78,10 @@ def learning_curves(histories, path: Path) -> Path:
         ax.legend(fontsize=7)
     fig.suptitle("Learning curves (BDIA trains with gamma = +-0.5; validation at gamma = 0)")
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(accuracy, "accuracy.png"),
+    Figure(memory_bars, "saved_memory.png"),
+    Figure(learning_curves, "learning_curves.png", "units"),
+)

@@ -6,7 +6,14 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import (
+    DataSeed,
+    MethodConfig,
+    OptimConfig,
+    distinct_values,
+    mixin_field,
+    prepare_field,
+)
 
 Dataset = Literal["qm9", "community"]
 
@@ -33,8 +40,8 @@ class BitDGDMConfig(MethodConfig, DataSeed, OptimConfig):
     hidden_y: int = Field(default=16, ge=2)
     layers: int = Field(default=2, ge=1)
     heads: int = Field(default=4, ge=1)
-    epochs: int = Field(default=4, ge=1)
-    lr: float = Field(default=2e-3, gt=0)
+    epochs: int = mixin_field(OptimConfig, "epochs", 4)
+    lr: float = mixin_field(OptimConfig, "lr", 2e-3)
     #: weight of the edge cross-entropy (DiGress: 5)
     lambda_e: float = Field(default=5.0, ge=0)
     #: graphs sampled per evaluation (the same seed at every precision), per task; batch
@@ -52,12 +59,7 @@ class BitDGDMConfig(MethodConfig, DataSeed, OptimConfig):
             raise ValueError("community_nodes must be [min, max] with 2 <= min <= max")
         return v
 
-    @field_validator("datasets")
-    @classmethod
-    def _distinct(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("datasets must be distinct")
-        return v
+    _distinct = distinct_values("datasets", message="datasets must be distinct")
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> BitDGDMConfig:

@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.methods.bit_dgdm import graphs
 from reprolab.methods.bit_dgdm.config import BitDGDMConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 #: number of node and edge types per task
@@ -227,11 +226,4 @@ def example_input(run: Run, unit: Unit, data: dict) -> tuple:
     return xo, eo, torch.full((len(n), 1), t / cfg.steps), mask
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.bit_dgdm import plots as figs
-
-    return [
-        figs.quality_by_precision(table, out_dir / "quality_by_precision.png"),
-        figs.memory_by_precision(table, out_dir / "memory_by_precision.png"),
-        figs.training_curves(trained, out_dir / "training_curves.png"),
-    ]
+plots = figures_hook()

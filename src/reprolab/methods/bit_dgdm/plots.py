@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import mean_curves, plt, save_figure
 
 PANELS = (
@@ -63,3 +64,10 @@ def training_curves(histories: dict, path: Path) -> Path:
     ax.set_title("Training curves (mean over seeds)")
     ax.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(quality_by_precision, "quality_by_precision.png"),
+    Figure(memory_by_precision, "memory_by_precision.png"),
+    Figure(training_curves, "training_curves.png", "units"),
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, distinct_values, prepare_field
 
 
 def task_name(family: str, beta: float, c: float, sigma: float) -> str:
@@ -62,12 +62,14 @@ class ClippedSGDConfig(MethodConfig, DataSeed):
     strat_lr: float = Field(default=0.5, gt=0)
     strat_lr_t0: float = Field(default=100.0, gt=0)
 
-    @field_validator("quad_clips", "strat_clips", "quad_sigmas", "strat_sigmas")
-    @classmethod
-    def _non_negative(cls, v: list[float]) -> list[float]:
-        if any(x < 0 for x in v) or len(set(v)) != len(v):
-            raise ValueError("values must be distinct and >= 0")
-        return v
+    _non_negative = distinct_values(
+        "quad_clips",
+        "strat_clips",
+        "quad_sigmas",
+        "strat_sigmas",
+        message="values must be distinct and >= 0",
+        ok=lambda x: x >= 0,
+    )
 
     @field_validator("quad_clips", "strat_clips")
     @classmethod
@@ -76,12 +78,12 @@ class ClippedSGDConfig(MethodConfig, DataSeed):
             raise ValueError("clipping thresholds must be > 0")
         return v
 
-    @field_validator("quad_betas", "strat_betas")
-    @classmethod
-    def _betas(cls, v: list[float]) -> list[float]:
-        if any(x < 0 for x in v) or len(set(v)) != len(v):
-            raise ValueError("sensitivities beta must be distinct and >= 0")
-        return v
+    _betas = distinct_values(
+        "quad_betas",
+        "strat_betas",
+        message="sensitivities beta must be distinct and >= 0",
+        ok=lambda x: x >= 0,
+    )
 
     @model_validator(mode="after")
     def _checks(self) -> ClippedSGDConfig:

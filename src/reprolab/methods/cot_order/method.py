@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import lm
 from reprolab.methods.cot_order import humaneval
 from reprolab.methods.cot_order import programs as P
 from reprolab.methods.cot_order.config import CotOrderConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 TASK = "synth"
 #: the closing fence of the code block (the opening one is "```python")
@@ -362,10 +362,4 @@ def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     return _ids(run.cfg, run.asset(lm.ASSET), data, 4)
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.cot_order import plots as figs
-
-    return [
-        figs.pass_at_1(table, out_dir / "pass_at_1.png"),
-        figs.training_loss(trained, out_dir / "training_loss.png"),
-    ]
+plots = figures_hook()

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import plt, save_figure
 from reprolab.core.stats import t_interval
 
@@ -87,3 +88,9 @@ def training_loss(trained, path: Path) -> Path:
     ax.legend(fontsize=7)
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(pass_at_1, "pass_at_1.png"),
+    Figure(training_loss, "training_loss.png", "units"),
+)

@@ -5,7 +5,7 @@ Tuytelaars, ICML 2025). Official code: https://github.com/emsansone/CPLearn
 (solo/losses/cplearn.py, solo/methods/cplearn.py).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.cplearn.claims import CLAIMS
 from reprolab.methods.cplearn.config import PROFILE_DEFAULTS, CPLearnConfig
 
@@ -29,7 +29,6 @@ SPEC = MethodSpec(
         Variant("cplearn_noprior", "CPLearn without the prior-matching term (ablation)"),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(
         "probe_acc",
         "nmi",
@@ -41,7 +40,6 @@ SPEC = MethodSpec(
         "erank_frac",
         "intra_var",
     ),
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 300,

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import ImageDatasets, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import ImageDatasets, MethodConfig, OptimConfig, mixin_field, prepare_field
 
 
 class CPLearnConfig(MethodConfig, ImageDatasets, OptimConfig):
-    max_rows: int = prepare_field(1200, ge=0)
+    max_rows: int = mixin_field(ImageDatasets, "max_rows", 1200)
     #: fraction of the kept rows held out as the test split (stratified, fixed at prepare)
     test_frac: float = prepare_field(0.25, gt=0, lt=1)
     #: encoder: conv channels (width, 2 width, 4 width) and the representation dim of h
@@ -34,7 +34,7 @@ class CPLearnConfig(MethodConfig, ImageDatasets, OptimConfig):
     bt_lambda: float = Field(default=5e-3, gt=0)
     #: n of the temperature; the official CIFAR config uses 64
     batch_size: int = Field(default=64, ge=2)
-    lr: float = Field(default=1e-3, gt=0)
+    lr: float = mixin_field(OptimConfig, "lr", 1e-3)
     weight_decay: float = Field(default=1e-4, ge=0)
     #: augmentation: max translation (fraction of the side), max rotation (degrees),
     #: zoom range 1 +- aug_scale, cutout probability, Gaussian pixel-noise std

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import datasets
 from reprolab.methods.cplearn.config import CPLearnConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 # ---------------------------------------------------------------- prepare
@@ -173,12 +172,4 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
 example_input = datasets.example_rows(256)
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.cplearn import plots as figs
-
-    return [
-        figs.collapse_vs_ratio(table, out_dir / "collapse_vs_ratio.png"),
-        figs.collapse_metrics(table, out_dir / "collapse_metrics.png"),
-        figs.quality(table, out_dir / "probe_and_nmi.png"),
-        figs.training_curves(trained, out_dir / "training_curves.png"),
-    ]
+plots = figures_hook()

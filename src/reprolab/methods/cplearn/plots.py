@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import plot_mean_curves, plt, save_figure
 
 
@@ -123,3 +124,11 @@ def training_curves(histories: dict, path: Path) -> Path:
             ax.legend(fontsize=7)
     fig.suptitle("Training (mean over seeds)", fontsize=10)
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(collapse_vs_ratio, "collapse_vs_ratio.png"),
+    Figure(collapse_metrics, "collapse_metrics.png"),
+    Figure(quality, "probe_and_nmi.png"),
+    Figure(training_curves, "training_curves.png", "units"),
+)

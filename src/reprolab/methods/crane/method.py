@@ -29,13 +29,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core.threads import torch_threads
 from reprolab.methods.crane import tasks as T
 from reprolab.methods.crane.config import CraneConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 MODEL = "model"
@@ -441,16 +440,7 @@ def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return torch.tensor([np.asarray(data["prefix_direct"])[:32].tolist()])
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.crane import plots as figs
-
-    return [
-        figs.per_decoder(table, "accuracy", out_dir / "accuracy_per_decoder.png"),
-        figs.per_decoder(table, "validity", out_dir / "validity_per_decoder.png"),
-    ]
+plots = figures_hook()
 
 
-def runtime_plots(run: Run, table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
-    from reprolab.methods.crane import plots as figs
-
-    return [figs.step_time(table, out_dir / "constrained_step_ms.png")]
+runtime_plots = figures_hook("RUNTIME_FIGURES")

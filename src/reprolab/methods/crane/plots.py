@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import facets, plt, save_figure
 from reprolab.core.stats import t_interval
 
@@ -55,3 +56,12 @@ def step_time(table: pd.DataFrame, path: Path) -> Path:
     ax.set_ylabel("ms of grammar work per constrained step")
     ax.set_title("Check (and mask on failure) per token inside << >>", fontsize=9)
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(per_decoder, "accuracy_per_decoder.png", "table", {"metric": "accuracy"}),
+    Figure(per_decoder, "validity_per_decoder.png", "table", {"metric": "validity"}),
+)
+
+
+RUNTIME_FIGURES = (Figure(step_time, "constrained_step_ms.png"),)

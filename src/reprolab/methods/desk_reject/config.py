@@ -3,9 +3,9 @@ scales up (CVPR 2025's real limit of 25 on conference-sized instances)."""
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from reprolab.contract import MethodConfig, prepare_field
+from reprolab.contract import MethodConfig, distinct_values, prepare_field
 
 
 class DeskRejectConfig(MethodConfig):
@@ -32,19 +32,18 @@ class DeskRejectConfig(MethodConfig):
     # ends at the same point on any machine (a time limit made results machine-dependent)
     milp_node_limit: int = Field(default=10_000, ge=1)
 
-    @field_validator("sizes", "tight_sizes")
-    @classmethod
-    def _sizes_positive(cls, v: list[int]) -> list[int]:
-        if any(m < 1 for m in v) or len(set(v)) != len(v):
-            raise ValueError("sizes must be distinct positive paper counts")
-        return v
+    _sizes_positive = distinct_values(
+        "sizes",
+        "tight_sizes",
+        message="sizes must be distinct positive paper counts",
+        ok=lambda m: m >= 1,
+    )
 
-    @field_validator("tiny_authors")
-    @classmethod
-    def _tiny_authors(cls, v: list[int]) -> list[int]:
-        if any(not 1 <= n <= 4 for n in v) or len(set(v)) != len(v):
-            raise ValueError("tiny_authors must be distinct author counts in 1..4")
-        return v
+    _tiny_authors = distinct_values(
+        "tiny_authors",
+        message="tiny_authors must be distinct author counts in 1..4",
+        ok=lambda n: 1 <= n <= 4,
+    )
 
     def tasks(self) -> dict[str, dict[str, str | int]]:
         """Task name -> its unit parameters: ``family`` (conf, tight: one seeded synthetic

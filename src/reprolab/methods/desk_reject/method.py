@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.methods.desk_reject import dilemma
 from reprolab.methods.desk_reject.generator import synthetic_instance
 from reprolab.methods.desk_reject.policies import (
@@ -29,7 +29,7 @@ from reprolab.methods.desk_reject.policies import (
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 # ---------------------------------------------------------------- prepare
@@ -202,18 +202,7 @@ def evaluate_unit(
 # ---------------------------------------------------------------- plots
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.desk_reject.plots import cost_distribution, gap_vs_size
-
-    return [
-        cost_distribution(table, out_dir / "cost_distribution.png"),
-        gap_vs_size(table, out_dir / "gap_vs_size.png"),
-    ]
+plots = figures_hook()
 
 
-def runtime_plots(
-    run: Run, table: pd.DataFrame, out_dir: Path, timings: dict[Unit, dict]
-) -> list[Path]:
-    from reprolab.methods.desk_reject.plots import solve_time
-
-    return [solve_time(timings, out_dir / "solve_time.png")]
+runtime_plots = figures_hook("RUNTIME_FIGURES")

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import plt, save_figure
 from reprolab.core.stats import t_interval
 
@@ -141,3 +142,12 @@ def solve_time(timings: dict, path: Path) -> Path:
         ax.set_title(f"{family}: solver time")
         ax.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(cost_distribution, "cost_distribution.png"),
+    Figure(gap_vs_size, "gap_vs_size.png"),
+)
+
+
+RUNTIME_FIGURES = (Figure(solve_time, "solve_time.png", "units"),)

@@ -7,9 +7,9 @@ of s before the geometric tails start.
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from reprolab.contract import MethodConfig, prepare_field
+from reprolab.contract import MethodConfig, distinct_values, prepare_field
 
 
 def task_name(sigma: float, k: int) -> str:
@@ -49,19 +49,16 @@ class DPNoiseConfig(MethodConfig):
     #: iterations between two entries of the optimisation history
     history_every: int = Field(default=10, ge=1)
 
-    @field_validator("sigma_ratios")
-    @classmethod
-    def _positive_sigmas(cls, v: list[float]) -> list[float]:
-        if any(s <= 0 for s in v) or len(set(v)) != len(v):
-            raise ValueError("sigma_ratios must be distinct and positive")
-        return v
+    _positive_sigmas = distinct_values(
+        "sigma_ratios", message="sigma_ratios must be distinct and positive", ok=lambda s: s > 0
+    )
 
-    @field_validator("compositions")
-    @classmethod
-    def _positive_ks(cls, v: list[int]) -> list[int]:
-        if any(k < 1 for k in v) or len(set(v)) != len(v):
-            raise ValueError("compositions must be distinct integers >= 1")
-        return sorted(v)
+    _positive_ks = distinct_values(
+        "compositions",
+        message="compositions must be distinct integers >= 1",
+        ok=lambda k: k >= 1,
+        sort=True,
+    )
 
     @model_validator(mode="after")
     def _grid_is_wide_enough(self) -> DPNoiseConfig:

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.methods.dp_noise.config import DPNoiseConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
@@ -254,11 +254,4 @@ def evaluate_unit(
     }
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.dp_noise.plots import eps_vs_k, gain_vs_k, optimisation_curves
-
-    return [
-        eps_vs_k(table, out_dir / "eps_vs_k.png"),
-        gain_vs_k(table, out_dir / "gain_vs_k.png"),
-        optimisation_curves(trained, out_dir / "optimisation.png"),
-    ]
+plots = figures_hook()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import facets, plt, save_figure
 from reprolab.methods.dp_noise.claims import BASELINES, gains
 
@@ -75,3 +76,10 @@ def optimisation_curves(histories: dict, path: Path) -> Path:
     ax.set_title("Preconditioned gradient descent (Eq. 25), every seed")
     ax.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(eps_vs_k, "eps_vs_k.png"),
+    Figure(gain_vs_k, "gain_vs_k.png"),
+    Figure(optimisation_curves, "optimisation.png", "units"),
+)

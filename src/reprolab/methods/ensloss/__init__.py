@@ -4,7 +4,7 @@ Paper: "EnsLoss: Stochastic Calibrated Loss Ensembles for Preventing Overfitting
 Classification". Official code: https://github.com/statmlben/ensLoss (losses.py).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.ensloss.claims import CLAIMS
 from reprolab.methods.ensloss.config import PROFILE_DEFAULTS, EnsLossConfig
 
@@ -22,7 +22,6 @@ SPEC = MethodSpec(
         Variant("exp", "exponential loss exp(-yf)"),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("test_acc", "val_acc", "train_acc", "train_acc_noisy"),
     assets=("images",),
     test_overrides={

@@ -23,6 +23,7 @@ from reprolab.contract import (
     MethodConfig,
     OptimConfig,
     Split,
+    mixin_field,
     prepare_field,
 )
 
@@ -46,8 +47,8 @@ class EnsLossConfig(MethodConfig, DataSeed, OptimConfig):
     label_noise: float = prepare_field(0.1, ge=0.0, lt=0.5)
     hidden: int = Field(default=128, ge=1)
     depth: int = Field(default=2, ge=1, le=8)
-    epochs: int = Field(default=12, ge=1)
-    lr: float = Field(default=0.05, gt=0)
+    epochs: int = mixin_field(OptimConfig, "epochs", 12)
+    lr: float = mixin_field(OptimConfig, "lr", 0.05)
     momentum: float = Field(default=0.9, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
     # ---- the CNN setting (the paper's regime)

@@ -4,7 +4,7 @@ Paper: arXiv 2502.06751 (ICML 2025). No official code; the metrics are also impl
 haitzsaezdeocariz/beyondparallelism (proxies.py).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.ff_graphs.claims import CLAIMS
 from reprolab.methods.ff_graphs.config import PROFILE_DEFAULTS, FFGraphsConfig
 
@@ -27,7 +27,6 @@ SPEC = MethodSpec(
         Variant("random", "budgeted random graph (in-degree of the dilated graph)"),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("mixing_time", "fidelity", "hitting_time", "fidelity_raw"),
     test_overrides={
         "sizes": [8, 16],

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
 
 Family = Literal["line", "full", "window", "dilated", "random", "searched"]
 TaskName = Literal["first_token", "sum_mod", "max_token", "majority", "minority", "prefix_majority"]
@@ -37,8 +37,8 @@ class FFGraphsConfig(MethodConfig, DataSeed, OptimConfig):
     dim: int = Field(default=16, ge=4)
     depth: int = Field(default=5, ge=1, le=12)
     heads: int = Field(default=2, ge=1)
-    epochs: int = Field(default=6, ge=1)
-    batch_size: int = Field(default=32, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 6)
+    batch_size: int = mixin_field(OptimConfig, "batch_size", 32)
 
 
 PROFILE_DEFAULTS = {

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.methods.ff_graphs import graphs
 from reprolab.methods.ff_graphs.config import FFGraphsConfig
 from reprolab.methods.ff_graphs.graphs import is_metric_task, metric_task
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 
@@ -247,11 +246,4 @@ def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     return [torch.as_tensor(np.asarray(data["x_train"])[:256])]
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.ff_graphs import plots as figs
-
-    return [
-        figs.metric_vs_n(table, "mixing_time", out_dir / "mixing_time_vs_n.png"),
-        figs.metric_vs_n(table, "fidelity", out_dir / "fidelity_vs_n.png"),
-        figs.ood_vs_metric(table, out_dir / "ood_acc_vs_metric.png"),
-    ]
+plots = figures_hook()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import plt, save_figure
 from reprolab.methods.ff_graphs.claims import correlation_points, family_curve
 
@@ -70,3 +71,10 @@ def ood_vs_metric(table: pd.DataFrame, path: Path) -> Path:
         ax.legend(fontsize=7)
     fig.suptitle("Out-of-distribution accuracy against graph metrics, per (task, family)")
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(metric_vs_n, "mixing_time_vs_n.png", "table", {"metric": "mixing_time"}),
+    Figure(metric_vs_n, "fidelity_vs_n.png", "table", {"metric": "fidelity"}),
+    Figure(ood_vs_metric, "ood_acc_vs_metric.png"),
+)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from reprolab.contract import DataSeed, MethodConfig, Split, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, Split, distinct_values, prepare_field
 
 Response = Literal["low", "high", "band", "reject", "comb"]
 
@@ -82,19 +82,13 @@ class GrokFormerConfig(MethodConfig, DataSeed):
     filter_lr: float = Field(default=0.01, gt=0)
     history_every: int = Field(default=25, ge=1)
 
-    @field_validator("homophilies")
-    @classmethod
-    def _homophily(cls, v: list[float]) -> list[float]:
-        if any(not 0 < h < 1 for h in v) or len(set(v)) != len(v):
-            raise ValueError("homophilies must be distinct values in (0, 1)")
-        return v
+    _homophily = distinct_values(
+        "homophilies",
+        message="homophilies must be distinct values in (0, 1)",
+        ok=lambda h: 0 < h < 1,
+    )
 
-    @field_validator("responses")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        if len(set(v)) != len(v):
-            raise ValueError("responses are listed twice")
-        return v
+    _unique = distinct_values("responses", message="responses are listed twice")
 
     def tasks(self) -> dict[str, dict]:
         """Every task name with its unit parameters."""

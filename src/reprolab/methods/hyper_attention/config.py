@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, distinct_values, prepare_field
 
 Family = Literal["pairwise", "threeway", "coupled", "agents"]
 
@@ -72,12 +72,12 @@ class HyperAttentionConfig(MethodConfig, DataSeed):
     lr_softmax: float = Field(default=0.01, gt=0)
     history_every: int = Field(default=25, ge=1)
 
-    @field_validator("l_test")
-    @classmethod
-    def _sizes(cls, v: list[int]) -> list[int]:
-        if any(x < 2 for x in v) or len(set(v)) != len(v):
-            raise ValueError("population sizes must be distinct and >= 2")
-        return sorted(v)
+    _sizes = distinct_values(
+        "l_test",
+        message="population sizes must be distinct and >= 2",
+        ok=lambda x: x >= 2,
+        sort=True,
+    )
 
     @field_validator("scales")
     @classmethod

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.methods.hyper_attention.config import FAMILY_VARIANTS, HyperAttentionConfig
 from reprolab.methods.hyper_attention.tasks import (
     FAMILIES,
@@ -26,7 +26,6 @@ from reprolab.methods.hyper_attention.tasks import (
 )
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 
@@ -262,11 +261,4 @@ def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return _codes(data, splits(cfg, data, unit.seed, (part,))[part]["ents"])[:64]
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.hyper_attention import plots as figs
-
-    return [
-        figs.ood_curves(table, out_dir / "nmse_vs_population.png"),
-        figs.learning_curves(trained, out_dir / "learning_curves.png"),
-        figs.error_vs_params(table, out_dir / "nmse_vs_params.png"),
-    ]
+plots = figures_hook()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.ticker import NullFormatter
 
+from reprolab.contract import Figure
 from reprolab.core.plots import mean_curves, plt, save_figure
 
 ORDER = ("ha3", "hfa", "lsa", "sa1", "sa2")
@@ -90,3 +91,10 @@ def error_vs_params(table: pd.DataFrame, path: Path, precision: str = "fp32") ->
     panels[0][0].set_ylabel("test MSE / Var(target) at the training L")
     fig.suptitle(f"Error vs parameter count ({precision})", fontsize=9)
     return save_figure(fig, path, dpi=100)
+
+
+FIGURES = (
+    Figure(ood_curves, "nmse_vs_population.png"),
+    Figure(learning_curves, "learning_curves.png", "units"),
+    Figure(error_vs_params, "nmse_vs_params.png"),
+)

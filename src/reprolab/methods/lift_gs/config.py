@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
 
 
 class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
@@ -69,8 +69,8 @@ class LiftGSConfig(MethodConfig, DataSeed, OptimConfig):
     hidden: int = Field(default=48, ge=4)
     knn: int = Field(default=8, ge=1)
     rounds: int = Field(default=2, ge=1)
-    epochs: int = Field(default=10, ge=1)
-    batch_size: int = Field(default=4, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 10)
+    batch_size: int = mixin_field(OptimConfig, "batch_size", 4)
     #: training views per scene and step (render supervision and unprojection alike)
     views_per_step: int = Field(default=2, ge=1)
     empty_weight: float = Field(default=0.5, ge=0.0)

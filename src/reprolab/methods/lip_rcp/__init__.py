@@ -5,7 +5,7 @@ et al., ICML 2025). Official code: https://github.com/deel-ai-papers/lip-rcp
 (deel/lip_rcp/robust_ps.py).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.lip_rcp.claims import CLAIMS
 from reprolab.methods.lip_rcp.config import PROFILE_DEFAULTS, LipRCPConfig
 
@@ -33,7 +33,6 @@ SPEC = MethodSpec(
         Variant("rscp", "randomized-smoothing robust CP (Gendler et al. 2022), Monte Carlo"),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(
         "coverage_gap",
         "coverage_attacked",
@@ -43,7 +42,6 @@ SPEC = MethodSpec(
         "lipschitz_emp",
         "accuracy",
     ),
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 400,

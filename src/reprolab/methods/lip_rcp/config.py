@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from reprolab.contract import ImageDataConfig, MethodConfig, OptimConfig, Split, prepare_field
+from reprolab.contract import (
+    ImageDataConfig,
+    MethodConfig,
+    OptimConfig,
+    Split,
+    mixin_field,
+)
 
 
 class LipRCPConfig(MethodConfig, ImageDataConfig, OptimConfig):
-    max_rows: int = prepare_field(1000, ge=0)
+    max_rows: int = mixin_field(ImageDataConfig, "max_rows", 1000)
     #: train / calibration / test fractions, fixed at prepare
-    split: Split = prepare_field([0.5, 0.25, 0.25])
+    split: Split = mixin_field(ImageDataConfig, "split", [0.5, 0.25, 0.25])
     #: width (even: MaxMin pairs units) and number of hidden layers
     hidden: int = Field(default=64, ge=2, multiple_of=2)
     depth: int = Field(default=2, ge=1, le=6)
-    batch_size: int = Field(default=128, ge=1)
+    batch_size: int = mixin_field(OptimConfig, "batch_size", 128)
     #: Bjorck orthonormalisation steps per forward pass in training
     bjorck_iters: int = Field(default=12, ge=1)
     #: softmax temperature of the 1-Lipschitz net's scores (training loss and CP score)

@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import datasets
 from reprolab.methods.lip_rcp.config import LipRCPConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 LIPSCHITZ_VARIANTS = ("lip_rcp", "vanilla_cp")
@@ -237,19 +236,7 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
 example_input = datasets.example_rows(256)
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    """``trained`` holds the trained nets: lip_rcp's (also vanilla_cp's) and rscp's."""
-    from reprolab.methods.lip_rcp import plots as figs
-
-    return [
-        figs.coverage_vs_eps(table, out_dir / "coverage_vs_eps.png"),
-        figs.set_size(table, out_dir / "set_size.png"),
-        figs.validation_curves(trained, out_dir / "val_acc_by_epoch.png"),
-    ]
+plots = figures_hook()
 
 
-def runtime_plots(run: Run, table: pd.DataFrame, out_dir: Path, timings: dict) -> list[Path]:
-    """The wall-time figure: ``table`` holds evaluate's runtime measurements."""
-    from reprolab.methods.lip_rcp import plots as figs
-
-    return [figs.wall_time(table, out_dir / "wall_time.png")]
+runtime_plots = figures_hook("RUNTIME_FIGURES")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import curves_figure, facets, plt, save_figure
 
 
@@ -78,3 +79,15 @@ def validation_curves(histories: Mapping, path: Path) -> Path:
         title="Training curves (mean over seeds)",
         legend_size=7,
     )
+
+
+# ``trained`` holds the trained nets: lip_rcp's (also vanilla_cp's) and rscp's.
+FIGURES = (
+    Figure(coverage_vs_eps, "coverage_vs_eps.png"),
+    Figure(set_size, "set_size.png"),
+    Figure(validation_curves, "val_acc_by_epoch.png", "units"),
+)
+
+
+# The wall-time figure: ``table`` holds evaluate's runtime measurements.
+RUNTIME_FIGURES = (Figure(wall_time, "wall_time.png"),)

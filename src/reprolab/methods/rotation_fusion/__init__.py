@@ -5,7 +5,7 @@ Fusion" (arXiv 2502.00264). Official code: https://github.com/zhengzaiyi/Rotatio
 (vit-fusion/otfusion/pi_utils.py).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.rotation_fusion.claims import CLAIMS
 from reprolab.methods.rotation_fusion.config import PROFILE_DEFAULTS, RotationFusionConfig
 
@@ -58,7 +58,6 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b", *MATCH_METRICS),
     assets=("images",),
     test_overrides={

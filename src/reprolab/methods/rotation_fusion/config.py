@@ -10,10 +10,13 @@ from pydantic import Field, field_validator, model_validator
 from reprolab.contract import (
     IMAGE_SIDE,
     DataSeed,
+    ImageDataConfig,
     ImageDataset,
+    ImageDatasets,
     MethodConfig,
     OptimConfig,
     Split,
+    mixin_field,
     prepare_field,
 )
 
@@ -23,10 +26,10 @@ Regime = Literal["seeds", "finetune"]
 class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):
     #: image dataset of the ``images`` asset (one classification task per regime)
     dataset: ImageDataset = prepare_field("mnist")
-    #: rows after a stratified subsample (0 = all)
-    max_rows: int = prepare_field(2400, ge=0)
-    #: train / validation / test fractions, fixed at prepare
-    split: Split = prepare_field([0.7, 0.15, 0.15])
+    #: the image-data settings of that one dataset: rows after a stratified subsample
+    #: (0 = all) and train / validation / test fractions, fixed at prepare
+    max_rows: int = mixin_field(ImageDatasets, "max_rows", 2400)
+    split: Split = mixin_field(ImageDataConfig, "split", [0.7, 0.15, 0.15])
     #: "seeds": two models from different seeds; "finetune": two fine-tunes of one base
     regimes: list[Regime] = prepare_field(["seeds", "finetune"], min_length=1)
     #: model pairs per seed of the profile (a unit parameter ``pair``)
@@ -37,8 +40,8 @@ class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):
     depth: int = Field(default=2, ge=1, le=8)
     heads: int = Field(default=4, ge=1)
     mlp_ratio: float = Field(default=2.0, gt=0)
-    epochs: int = Field(default=4, ge=1)
-    batch_size: int = Field(default=128, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 4)
+    batch_size: int = mixin_field(OptimConfig, "batch_size", 128)
     #: fine-tuning (regime "finetune"): epochs and learning rate from the base model
     #: (reference: 30 epochs at lr 1e-5 on ~1,000 rows per fine-tune, rb-1k-whead.yaml)
     finetune_epochs: int = Field(default=2, ge=1)

@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import datasets
 from reprolab.methods.rotation_fusion.config import RotationFusionConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 FUSION_VARIANTS = ("average", "perm", "rotation")
@@ -349,11 +348,4 @@ example_input = datasets.example_rows(64)
 calibration_inputs = datasets.calibration_rows(256)
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.rotation_fusion import plots as figs
-
-    return [
-        figs.accuracy_vs_alpha(table, out_dir / "accuracy_vs_alpha.png"),
-        figs.fusion_accuracy(table, out_dir / "fusion_accuracy.png"),
-        figs.learning_curves(trained, out_dir / "learning_curves.png"),
-    ]
+plots = figures_hook()

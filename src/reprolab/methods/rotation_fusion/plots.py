@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import facets, grouped_bars, plt, save_figure
 from reprolab.core.stats import t_interval
 
@@ -102,3 +103,10 @@ def learning_curves(trained, path: Path) -> Path:
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(accuracy_vs_alpha, "accuracy_vs_alpha.png"),
+    Figure(fusion_accuracy, "fusion_accuracy.png"),
+    Figure(learning_curves, "learning_curves.png", "units"),
+)

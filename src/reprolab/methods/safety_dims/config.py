@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
 from reprolab.methods.safety_dims.prompts import FRAMES, TOPICS
 
 
@@ -37,8 +37,8 @@ class SafetyDimsConfig(MethodConfig, DataSeed, OptimConfig):
     #: LoRA (attention projections) safety fine-tuning
     lora_r: int = Field(default=8, ge=1)
     lora_alpha: int = Field(default=16, ge=1)
-    epochs: int = Field(default=2, ge=1)
-    batch_size: int = Field(default=8, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 2)
+    batch_size: int = mixin_field(OptimConfig, "batch_size", 8)
     #: variance shares tau of the effective rank (the reference sweeps 0.4 .. 0.9)
     taus: list[float] = Field(default=[0.4, 0.6, 0.7, 0.8, 0.9], min_length=1)
     #: secondary components (1..k) whose projections are tested for wrapper separation

@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import lm
 from reprolab.methods.safety_dims import analysis, residual
 from reprolab.methods.safety_dims import prompts as P
 from reprolab.methods.safety_dims.config import SafetyDimsConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 TASK = "safety"
 TOP_KEY = "relevance_top"
@@ -343,12 +343,4 @@ def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
     return [torch.as_tensor(data["train_ids"][:1, :n])]
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.safety_dims import plots as figs
-
-    return [
-        figs.spectra(table, out_dir / "singular_value_spectra.png"),
-        figs.probe_accuracy(table, out_dir / "probe_accuracy_per_layer.png"),
-        figs.effective_rank(table, out_dir / "effective_rank_per_layer.png"),
-        figs.removal(table, out_dir / "trigger_removal.png"),
-    ]
+plots = figures_hook()

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import facets, grouped_bars, plt, save_figure
 from reprolab.core.stats import t_interval
 
@@ -151,3 +152,11 @@ def removal(table: pd.DataFrame, path: Path) -> Path:
     fig.suptitle("trigger-token removal on harmful test prompts (mean, 95% CI over seeds)")
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+FIGURES = (
+    Figure(spectra, "singular_value_spectra.png"),
+    Figure(probe_accuracy, "probe_accuracy_per_layer.png"),
+    Figure(effective_rank, "effective_rank_per_layer.png"),
+    Figure(removal, "trigger_removal.png"),
+)

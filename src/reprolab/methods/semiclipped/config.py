@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from reprolab.contract import DataSeed, MethodConfig, OptimConfig, prepare_field
+from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
 
 
 class SemiClippedConfig(MethodConfig, DataSeed, OptimConfig):
@@ -29,7 +29,7 @@ class SemiClippedConfig(MethodConfig, DataSeed, OptimConfig):
     tx_weak_dims: int = prepare_field(0, ge=0)
     tx_weak_gain: float = prepare_field(1.0, ge=0, le=1)
     hidden: int = Field(default=64, ge=1)
-    epochs: int = Field(default=20, ge=1)
+    epochs: int = mixin_field(OptimConfig, "epochs", 20)
     batch_size: int = Field(default=32, ge=2)
     temperature: float = Field(default=0.1, gt=0)
     #: PEA: random corrections per batch and epoch, smallest control fraction, TVN shrinkage

@@ -4,7 +4,7 @@ Paper: "TtBA: Two-third Bridge Approach for Decision-Based Adversarial Attack" (
 al., ICML 2025). Official code: https://github.com/BUPTAIOC/TtBA (TtBA.py, main.py).
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.ttba.claims import CLAIMS
 from reprolab.methods.ttba.config import PROFILE_DEFAULTS, TtbaConfig
 
@@ -62,9 +62,7 @@ SPEC = MethodSpec(
     # The quantize stage quantizes the trained victims; every attack then runs on the
     # int8 victim too. int8_dynamic quantizes the CNN's two Linear layers; the
     # convolutions stay fp32.
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=(*ATTACK_METRICS, *BEST_K_METRICS, *VICTIM_METRICS),
-    assets=("images",),
     test_overrides={
         "datasets": ["digits"],
         "max_rows": 0,

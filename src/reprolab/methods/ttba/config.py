@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from reprolab.contract import ImageDataConfig, MethodConfig, OptimConfig, Split, prepare_field
+from reprolab.contract import (
+    ImageDataConfig,
+    MethodConfig,
+    OptimConfig,
+    Split,
+    mixin_field,
+)
 
 
 class TtbaConfig(MethodConfig, ImageDataConfig, OptimConfig):
-    max_rows: int = prepare_field(1500, ge=0)
-    split: Split = prepare_field([0.8, 0.1, 0.1])
+    max_rows: int = mixin_field(ImageDataConfig, "max_rows", 1500)
+    split: Split = mixin_field(ImageDataConfig, "split", [0.8, 0.1, 0.1])
     #: torch intra-op threads for training and attacks (0 = keep the stage's setting).
     #: One row per query through a small CNN: measured on the shared 2-core box, one
     #: thread ran 4x faster than two (training) and 0.15 vs ~30 ms per query (attacks).
@@ -17,8 +23,8 @@ class TtbaConfig(MethodConfig, ImageDataConfig, OptimConfig):
     # ---- victim CNN (variant `victim`: one per (task, seed), attacked by every attack)
     channels: list[int] = Field(default=[16, 32], min_length=2, max_length=2)
     hidden: int = Field(default=64, ge=2)
-    epochs: int = Field(default=2, ge=1)
-    lr: float = Field(default=2e-3, gt=0)
+    epochs: int = mixin_field(OptimConfig, "epochs", 2)
+    lr: float = mixin_field(OptimConfig, "lr", 2e-3)
     # ---- attacks
     #: correctly classified test images attacked per unit (the first ones, in a fixed order)
     n_images: int = Field(default=2, ge=1)

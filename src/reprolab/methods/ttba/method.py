@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.core import datasets
 from reprolab.core.threads import torch_threads
 from reprolab.methods.ttba.config import TtbaConfig
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 N_CLASSES = 10
@@ -208,12 +207,4 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
 example_input = datasets.example_rows(64)
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    """``trained`` holds the victims only (the attacks train nothing)."""
-    from reprolab.methods.ttba import plots as figs
-
-    return [
-        figs.l2_vs_queries(table, out_dir / "median_l2_vs_queries.png"),
-        figs.k_ratios(table, out_dir / "best_k_over_k_bridge.png"),
-        figs.validation_curves(trained, out_dir / "victim_val_acc_by_epoch.png"),
-    ]
+plots = figures_hook()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import curves_figure, facets, plt, save_figure
 from reprolab.methods.ttba.claims import RATIO_TOLERANCE, TWO_THIRDS
 
@@ -65,3 +66,11 @@ def validation_curves(histories: Mapping, path: Path) -> Path:
         title_size=10,
         marker=".",
     )
+
+
+# ``trained`` holds the victims only (the attacks train nothing).
+FIGURES = (
+    Figure(l2_vs_queries, "median_l2_vs_queries.png"),
+    Figure(k_ratios, "best_k_over_k_bridge.png"),
+    Figure(validation_curves, "victim_val_acc_by_epoch.png", "units"),
+)

@@ -5,7 +5,7 @@ Paper: "Relating Misfit to Gain in Weak-to-Strong Generalization Beyond the Squa
 https://github.com/abhmul/general-misfit-gain
 """
 
-from reprolab.contract import MethodSpec, Quantization, Variant
+from reprolab.contract import MethodSpec, Variant
 from reprolab.methods.w2s_bregman.claims import CLAIMS
 from reprolab.methods.w2s_bregman.config import PROFILE_DEFAULTS, W2SConfig
 
@@ -27,7 +27,6 @@ SPEC = MethodSpec(
         Variant("convex", "convex hull of fixed heads incl. f*'s (exact Bregman projection)"),
     ),
     claims=CLAIMS,
-    quantization=Quantization(schemes=("int8_dynamic",)),
     metrics=("gain_minus_misfit", "gain", "misfit", "gain_minus_misfit_rev", "err_strong"),
     test_overrides={
         "n_tasks": 1,

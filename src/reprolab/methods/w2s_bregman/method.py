@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reprolab.contract import Run, TrainedUnit, TrainedUnits, Unit
+from reprolab.contract import Run, TrainedUnit, Unit, figures_hook
 from reprolab.methods.w2s_bregman.config import W2SConfig, heads_of, task_name
 
 if TYPE_CHECKING:
-    import pandas as pd
     import torch
 
 
@@ -159,12 +158,4 @@ def example_input(run: Run, unit: Unit, data: dict) -> torch.Tensor:
     return torch.as_tensor(np.asarray(data["x_test"])[:256])
 
 
-def plots(run: Run, table: pd.DataFrame, out_dir: Path, trained: TrainedUnits) -> list[Path]:
-    from reprolab.methods.w2s_bregman import plots as figs
-
-    return [
-        figs.gain_vs_misfit(table, out_dir / "gain_vs_misfit.png", reverse=False),
-        figs.gain_vs_misfit(table, out_dir / "gain_vs_misfit_reverse_kl.png", reverse=True),
-        figs.gap_by_k(table, out_dir / "gap_by_k.png"),
-        figs.training_curves(trained, out_dir / "train_kl_by_step.png"),
-    ]
+plots = figures_hook()

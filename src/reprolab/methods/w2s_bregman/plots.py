@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from reprolab.contract import Figure
 from reprolab.core.plots import facets, mean_curves, plt, save_figure
 from reprolab.core.stats import t_interval
 from reprolab.methods.w2s_bregman.config import HEADS
@@ -84,3 +85,11 @@ def training_curves(histories: dict, path: Path) -> Path:
     ax.set_ylabel("train E KL(f_strong || f_weak)")
     ax.set_yscale("log")
     return save_figure(fig, path, dpi=100)
+
+
+FIGURES = (
+    Figure(gain_vs_misfit, "gain_vs_misfit.png", "table", {"reverse": False}),
+    Figure(gain_vs_misfit, "gain_vs_misfit_reverse_kl.png", "table", {"reverse": True}),
+    Figure(gap_by_k, "gap_by_k.png"),
+    Figure(training_curves, "train_kl_by_step.png", "units"),
+)
