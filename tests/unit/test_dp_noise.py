@@ -59,6 +59,25 @@ def test_initial_pmf_is_normalised_positive_and_meets_the_variance(fam):
         assert var <= SIGMA**2 and var == pytest.approx(SIGMA**2, rel=1e-9)
 
 
+def test_laplace_start_matches_scipy_and_meets_the_variance(fam):
+    b = SIGMA / math.sqrt(2.0)
+    p = noise.laplace_like(SIGMA, fam)
+    edges = (np.arange(fam.N) + 0.5) * fam.delta
+    want = np.diff(stats.laplace(scale=b).cdf(edges))  # bins 1..N-1
+    assert p[1 : fam.N] == pytest.approx(want, rel=1e-9, abs=1e-300)
+    assert p[0] == pytest.approx(stats.laplace(scale=b).cdf(edges[0]) * 2 - 1, rel=1e-12)
+    for jitter, seed in ((0.0, 0), (0.05, 7)):
+        q = torch.tensor(noise.initial_pmf(SIGMA, fam, jitter, seed, start="laplace"))
+        assert (q > 0).all()
+        assert float(noise.total_mass(q, fam)) == pytest.approx(1.0, abs=1e-12)
+        assert float(noise.variance(q, fam)) == pytest.approx(SIGMA**2, rel=1e-9)
+    # a different shape from the Gaussian start, at the same variance: more mass at 0
+    g = noise.initial_pmf(SIGMA, fam)
+    assert noise.initial_pmf(SIGMA, fam, start="laplace")[0] > g[0]
+    with pytest.raises(ValueError, match="unknown start 'cauchy'"):
+        noise.initial_pmf(SIGMA, fam, start="cauchy")
+
+
 def test_optimised_pmf_keeps_the_constraints_and_is_symmetric(fam, optimized):
     _, result = optimized
     p = result.p
@@ -233,3 +252,36 @@ def test_zero_probabilities_become_infinite_loss():
     assert pld.inf_mass == pytest.approx(0.5)
     assert math.isinf(acc.eps_pld(pld, 2, 0.7))  # 1 - 0.5^2 = 0.75 > 0.7
     assert math.isfinite(acc.eps_pld(pld, 2, 0.8))
+
+
+def test_a_unit_keeps_the_start_whose_own_objective_ends_lower(tmp_path):
+    """With starts [gaussian, laplace] the unit is the run (from either start, redone
+    here by hand) whose moments bound ends lower; its state says which."""
+    from reprolab.contract import Run, Unit
+    from reprolab.methods.dp_noise import SPEC, method
+    from reprolab.methods.dp_noise.config import DPNoiseConfig
+
+    cfg = DPNoiseConfig(
+        compositions=[3],
+        n_bins=150,
+        bins_per_sensitivity=5,
+        iterations=30,
+        starts=["gaussian", "laplace"],
+    )
+    data = {"sigma": np.array([SIGMA]), "k": np.array([3]), "delta": np.array([1e-6])}
+    unit = Unit("sigma5_k3", "optimized", 2)
+    trained = method.train_unit(
+        Run(SPEC, cfg, (2,), tmp_path), unit, data, tmp_path, lambda m: None
+    )
+    fam = noise.Family(N=150, r=cfg.tail_ratio, m=5)
+    ends = {}
+    for start in ("gaussian", "laplace"):
+        p0 = noise.initial_pmf(SIGMA, fam, cfg.init_jitter, seed=2, start=start)
+        r = noise.optimize(p0, fam, SIGMA, 3, 1e-6, iterations=30, alpha_every=cfg.alpha_every)
+        ends[start] = (r.history[-1]["eps_moments"], r.p)
+    best = min(ends, key=lambda s: ends[s][0])
+    assert ends["gaussian"][0] != ends["laplace"][0]
+    assert trained.state["start_laplace"] == float(best == "laplace")
+    assert torch.equal(trained.state["p"], ends[best][1].to(torch.float64))
+    with pytest.raises(ValueError, match="starts must be distinct"):
+        DPNoiseConfig(starts=["laplace", "laplace"])

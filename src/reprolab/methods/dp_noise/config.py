@@ -7,6 +7,8 @@ of s before the geometric tails start.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from reprolab.contract import MethodConfig, distinct_values, prepare_field
@@ -40,6 +42,10 @@ class DPNoiseConfig(MethodConfig):
     alpha_every: int = Field(default=5, ge=1)
     #: alpha is kept in (1, alpha_max]: at k = 1 the bound's optimum runs off to infinity
     alpha_max: float = Field(default=256.0, gt=1)
+    #: the shapes Algorithm 3 starts from (the paper: the Gaussian, Algorithm 2); with
+    #: several, each unit runs from each and keeps the run whose own objective (the
+    #: moments bound) ends lower
+    starts: list[Literal["gaussian", "laplace"]] = Field(default=["gaussian"], min_length=1)
     #: the seed's only role: p0 is multiplied by exp(jitter * z), z ~ N(0, 1), before
     #: Algorithm 2 restores its variance (0 = every seed starts from the same point, and
     #: the optimized noise is a seed-free unit like the baselines)
@@ -52,6 +58,8 @@ class DPNoiseConfig(MethodConfig):
     _positive_sigmas = distinct_values(
         "sigma_ratios", message="sigma_ratios must be distinct and positive", ok=lambda s: s > 0
     )
+
+    _distinct_starts = distinct_values("starts", message="starts must be distinct")
 
     _positive_ks = distinct_values(
         "compositions",

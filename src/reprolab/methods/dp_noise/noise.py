@@ -190,17 +190,39 @@ def gaussian_like(sigma_hat: float, fam: Family) -> np.ndarray:
     return p
 
 
-def initial_pmf(sigma: float, fam: Family, jitter: float = 0.0, seed: int = 0) -> np.ndarray:
-    """Algorithm 2: a Gaussian-like p whose variance (Eq. 21) is sigma^2, found by
-    bisection on the Gaussian's variance. ``jitter`` > 0 multiplies p by
-    exp(jitter * z), z ~ N(0, 1) drawn from ``seed``, before the bisection (the only
-    thing a seed changes: the optimiser is deterministic, so the spread over seeds
-    measures how far from converged it stops)."""
+def laplace_like(sigma_hat: float, fam: Family) -> np.ndarray:
+    """Bin masses of the Laplace distribution of standard deviation ``sigma_hat`` (scale
+    b = sigma_hat / sqrt(2)), the tail beyond bin N-1 made geometric as for the
+    Gaussian: the other baseline, as a starting point of Algorithm 3."""
+    b = sigma_hat / math.sqrt(2.0)
+    upper = 0.5 * np.exp(-(np.arange(fam.N + 1) + 0.5) * fam.delta / b)  # P(X > edge)
+    p = np.empty(fam.N + 1)
+    p[0] = 1.0 - 2.0 * upper[0]
+    p[1 : fam.N] = upper[: fam.N - 1] - upper[1 : fam.N]
+    p[fam.N] = (1.0 - fam.r) * upper[fam.N - 1]
+    return p
+
+
+#: the shapes Algorithm 3 may start from
+STARTS = {"gaussian": gaussian_like, "laplace": laplace_like}
+
+
+def initial_pmf(
+    sigma: float, fam: Family, jitter: float = 0.0, seed: int = 0, start: str = "gaussian"
+) -> np.ndarray:
+    """Algorithm 2: a Gaussian-like p (or, with ``start="laplace"``, a Laplace-like one)
+    whose variance (Eq. 21) is sigma^2, found by bisection on the shape's standard
+    deviation. ``jitter`` > 0 multiplies p by exp(jitter * z), z ~ N(0, 1) drawn from
+    ``seed``, before the bisection (the only thing a seed changes: the optimiser is
+    deterministic, so the spread over seeds measures how far from converged it stops)."""
+    if start not in STARTS:
+        raise ValueError(f"unknown start {start!r}: {', '.join(STARTS)}")
+    shape = STARTS[start]
     noise = np.exp(jitter * np.random.default_rng(seed).standard_normal(fam.N + 1))
     w, c = norm_row(fam).numpy(), cost_row(fam).numpy()
 
     def build(sigma_hat: float) -> tuple[np.ndarray, float]:
-        p = gaussian_like(sigma_hat, fam) * noise
+        p = shape(sigma_hat, fam) * noise
         p /= p @ w
         return p, fam.delta**2 / 12.0 + p @ c
 
