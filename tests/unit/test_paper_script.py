@@ -94,7 +94,10 @@ def test_the_ledger_registers_new_claims_and_refuses_changes_without_a_reason(tm
     assert [e["event"] for e in entries] == ["config"] + ["registered"] * 5
     assert run.check_ledger() == []  # nothing changed since
     # a change of the paper-profile config is a change of every claim's definition
-    params["methods"]["dp_noise"]["paper"] = {"iterations": 123}
+    params["methods"]["dp_noise"]["paper"] = {
+        **(params["methods"]["dp_noise"]["paper"] or {}),
+        "iterations": 123,
+    }
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     with pytest.raises(PaperError, match=r"dp_noise\.vs_gaussian_k10: changed after results"):
         run.check_ledger()
