@@ -36,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
+    from reprolab.ops import portable
+
+    try:  # the kernels every stage uses, set here too: run.json records this process's
+        portable.apply()
+    except portable.PortableError as exc:
+        print(f"{Path(__file__).stem}: error: {exc}", file=sys.stderr)
+        return 2
     from reprolab import registry
     from reprolab.paper import PaperError, PaperRun
 

@@ -24,6 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="default: docs/results/<slug>/probes")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
+    from reprolab.ops import portable
+
+    try:  # the kernels every stage uses, set here too: run.json records this process's
+        portable.apply()
+    except portable.PortableError as exc:
+        print(f"{Path(__file__).stem}: error: {exc}", file=sys.stderr)
+        return 2
     from reprolab import registry
     from reprolab.probe import ProbeError, parse_overrides, run_probe
 
