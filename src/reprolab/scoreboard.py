@@ -100,14 +100,26 @@ def _headline(c: dict) -> bool:
     return bool(c.get("headline", c.get("precision") == "fp32"))
 
 
-def _held_out(results: Path, slug: str, pooled_seeds: list[int], claim: str, verdict: str) -> str:
+def _held_out(
+    results: Path,
+    slug: str,
+    pooled_seeds: list[int],
+    claim: str,
+    verdict: str,
+    amended: list[dict] = (),
+    pooled_date: str = "",
+) -> str:
     """The central claim's verdict on each block of seeds the pooled run did not use
-    (``<slug>/seeds-*/``), flagged where it decides the opposite way."""
+    (``<slug>/seeds-*/``), flagged where it decides the opposite way. A block run before
+    an amendment of the claim (``amended``: its ledger entries) tested the earlier
+    setting when the amendment came before the pooled run (``pooled_date``): it is
+    labelled so and never flagged."""
     notes = []
     for block in sorted((results / slug).glob("seeds-*")):
         if not (block / "claims.json").is_file() or not (block / "run.json").is_file():
             continue
-        seeds = json.loads((block / "run.json").read_text()).get("seeds", [])
+        info = json.loads((block / "run.json").read_text())
+        seeds = info.get("seeds", [])
         if set(seeds) & set(pooled_seeds):
             continue  # the block's seeds are in the pool now: not held out
         theirs = next(
@@ -118,9 +130,11 @@ def _held_out(results: Path, slug: str, pooled_seeds: list[int], claim: str, ver
             ),
             "absent",
         )
+        earlier = any(info.get("date", "") < a["date"] <= pooled_date for a in amended)
         opposite = {theirs, verdict} == {"reproduced", "not_reproduced"}
-        flag = " **disagrees**" if opposite else ""
-        notes.append(f"seeds {seeds[0]}-{seeds[-1]}: {theirs.replace('_', ' ')}{flag}")
+        flag = " **disagrees**" if opposite and not earlier else ""
+        label = f"seeds {seeds[0]}-{seeds[-1]}" + (" (earlier setting)" if earlier else "")
+        notes.append(f"{label}: {theirs.replace('_', ' ')}{flag}")
     return "; ".join(notes) or "none"
 
 
@@ -190,7 +204,9 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 else f"{run.get('dvc_repro_seconds_all_methods', 0) / 60:.0f} min wall",
                 "rounds": rounds,
                 "changed": changed,
-                "held_out": _held_out(results, slug, seeds, central.id, head["verdict"]),
+                "held_out": _held_out(
+                    results, slug, seeds, central.id, head["verdict"], amended, run.get("date", "")
+                ),
                 "date": run.get("date", "")[:10],
             }
         )

@@ -191,3 +191,24 @@ def test_the_committed_scoreboard_matches_the_committed_results():
             if c["id"] == r["claim"] and c.get("headline", c["precision"] == "fp32")
         ]
         assert head and head[0]["verdict"] == r["verdict"]
+
+
+def test_a_held_out_block_of_an_earlier_setting_is_labelled_not_flagged(tmp_path):
+    """A block run before an amendment that the pooled run follows tested the earlier
+    setting: it is shown as such and never flagged as disagreeing."""
+    block = tmp_path / "m" / "seeds-100-101-102"
+    _results(block, [100, 101, 102], {"c1": ("not_reproduced", -0.1)})
+    info = json.loads((block / "run.json").read_text())
+    (block / "run.json").write_text(json.dumps({**info, "date": "2026-01-02T00:00:00+00:00"}))
+    amend = [{"date": "2026-01-03T00:00:00+00:00"}]
+    before = scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", "reproduced")
+    assert before == "seeds 100-102: not reproduced **disagrees**"
+    after = scoreboard._held_out(
+        tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-04T00:00:00+00:00"
+    )
+    assert after == "seeds 100-102 (earlier setting): not reproduced"
+    # an amendment after the pooled run too: block and pool tested the same setting
+    same = scoreboard._held_out(
+        tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-02T12:00:00+00:00"
+    )
+    assert same == before
