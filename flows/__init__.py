@@ -6,4 +6,7 @@ what it computes in-process match the stages it starts."""
 
 from reprolab.ops import portable
 
-portable.apply()
+try:
+    portable.apply()
+except portable.PortableError as exc:  # a bad REPROLAB_PORTABLE: say so, no traceback
+    raise SystemExit(f"reprolab flows: {exc}") from None

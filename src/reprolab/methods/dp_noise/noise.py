@@ -28,6 +28,10 @@ worst shift, preconditioner ``M = diag(p)^-1`` (a multiplicative step, so ``p`` 
 strictly positive), projection onto the null space of ``A diag(p)``, a step chosen
 among ``mu_ub, mu_ub/2, ..., mu_ub/2^10`` and a Newton step on alpha every ``T``
 iterations to minimise the moments-accountant bound (Eq. 25).
+
+The paper starts Algorithm 3 from a Gaussian of the target variance (Algorithm 2,
+``initial_pmf``); ``initial_pmf(start="laplace")`` starts it from the equal-variance
+Laplace instead (this reproduction's amendment for few compositions, see the README).
 """
 
 from __future__ import annotations
@@ -178,16 +182,22 @@ def eps_moments(p: torch.Tensor, fam: Family, k: int, delta: float) -> tuple[flo
 # ------------------------------------------------------------------ Algorithm 2
 
 
-def gaussian_like(sigma_hat: float, fam: Family) -> np.ndarray:
-    """Bin masses of N(0, sigma_hat^2) with the tail beyond bin N-1 made geometric
-    (Algorithm 2, lines 5-8)."""
-    edges = (np.arange(fam.N + 1) + 0.5) * fam.delta / sigma_hat
-    upper = ndtr(-edges)  # P(Z > (i + 1/2) Delta), accurate far in the tail
+def _bin_masses(upper: np.ndarray, fam: Family) -> np.ndarray:
+    """p_0..p_N of a symmetric density from its upper tail at the bin edges,
+    ``upper[i] = P(X > (i + 1/2) Delta)``; the mass beyond bin N-1 is made geometric
+    (ratio r) with p_N chosen so the tail keeps it (Algorithm 2, lines 5-8)."""
     p = np.empty(fam.N + 1)
     p[0] = 1.0 - 2.0 * upper[0]
     p[1 : fam.N] = upper[: fam.N - 1] - upper[1 : fam.N]
     p[fam.N] = (1.0 - fam.r) * upper[fam.N - 1]
     return p
+
+
+def gaussian_like(sigma_hat: float, fam: Family) -> np.ndarray:
+    """Bin masses of N(0, sigma_hat^2) with the tail beyond bin N-1 made geometric
+    (Algorithm 2, lines 5-8)."""
+    edges = (np.arange(fam.N + 1) + 0.5) * fam.delta / sigma_hat
+    return _bin_masses(ndtr(-edges), fam)  # P(Z > (i + 1/2) Delta), accurate far out
 
 
 def laplace_like(sigma_hat: float, fam: Family) -> np.ndarray:
@@ -196,11 +206,7 @@ def laplace_like(sigma_hat: float, fam: Family) -> np.ndarray:
     Gaussian: the other baseline, as a starting point of Algorithm 3."""
     b = sigma_hat / math.sqrt(2.0)
     upper = 0.5 * np.exp(-(np.arange(fam.N + 1) + 0.5) * fam.delta / b)  # P(X > edge)
-    p = np.empty(fam.N + 1)
-    p[0] = 1.0 - 2.0 * upper[0]
-    p[1 : fam.N] = upper[: fam.N - 1] - upper[1 : fam.N]
-    p[fam.N] = (1.0 - fam.r) * upper[fam.N - 1]
-    return p
+    return _bin_masses(upper, fam)
 
 
 #: the shapes Algorithm 3 may start from
