@@ -37,7 +37,8 @@ def test_lipschitz_bound_holds_on_random_pairs(iters):
                 assert torch.allclose(s, torch.ones_like(s), atol=1e-3)
 
 
-def test_worst_case_scores_bound_every_perturbation_in_the_ball():
+@pytest.mark.parametrize("score", cp.SCORES)
+def test_worst_case_scores_bound_every_perturbation_in_the_ball(score):
     """Brute force on a tiny net: random points on and inside the eps-sphere, plus PGD
     steps that minimise / maximise each class's score, never beat s_bar."""
     net = _net(in_dim=4, hidden=4, depth=1, classes=3, iters=20, seed=3)
@@ -45,25 +46,45 @@ def test_worst_case_scores_bound_every_perturbation_in_the_ball():
     gen = torch.Generator().manual_seed(2)
     x = torch.rand(20, 4, generator=gen)
     with torch.no_grad():
-        bound = cp.worst_case_scores(net(x), temp, eps)
-        clean = cp.lac_scores(net(x), temp)
+        bound = cp.worst_case_scores(net(x), temp, eps, score)
+        clean = cp.lac_scores(net(x), temp, score)
     assert (bound >= clean - 1e-7).all()
     d = torch.randn(20, 5000, 4, generator=gen)
     d = d / d.norm(dim=-1, keepdim=True) * eps * torch.rand(20, 5000, 1, generator=gen).sqrt()
     with torch.no_grad():
-        s = cp.lac_scores(net((x[:, None] + d).reshape(-1, 4)), temp).reshape(20, 5000, 3)
+        s = cp.lac_scores(net((x[:, None] + d).reshape(-1, 4)), temp, score).reshape(20, 5000, 3)
     assert (s.amax(1) <= bound + 1e-6).all()
     for y in range(3):  # gradient ascent on s(., y) (no box: the bound is on the ball)
         adv = x.clone()
         for _ in range(30):
             adv.requires_grad_(True)
-            g = torch.autograd.grad(cp.lac_scores(net(adv), temp)[:, y].sum(), adv)[0]
+            g = torch.autograd.grad(cp.lac_scores(net(adv), temp, score)[:, y].sum(), adv)[0]
             with torch.no_grad():
                 adv = adv + 0.05 * g / g.norm(dim=1, keepdim=True).clamp_min(1e-12)
                 delta = adv - x
                 adv = x + delta * torch.clamp(eps / delta.norm(dim=1, keepdim=True), max=1)
         with torch.no_grad():
-            assert (cp.lac_scores(net(adv), temp)[:, y] <= bound[:, y] + 1e-6).all()
+            assert (cp.lac_scores(net(adv), temp, score)[:, y] <= bound[:, y] + 1e-6).all()
+
+
+def test_sigmoid_score_sets_are_the_sigmoid_sets():
+    """The sigmoid score is computed in logit space: the same sets as thresholding
+    sigmoid(f / T) itself (float64, where nothing saturates), clean and worst case; the
+    worst case moves only the class's own logit, by the radius."""
+    gen = torch.Generator().manual_seed(5)
+    logits = torch.randn(400, 5, generator=gen, dtype=torch.float64) * 2
+    y = torch.randint(0, 5, (400,), generator=gen)
+    temp, radius, alpha = 0.7, 0.3, 0.1
+    mine = cp.lac_scores(logits[:200], temp, "sigmoid")
+    q = cp.threshold(cp.true_label(mine, y[:200]).numpy(), alpha)
+    ref = torch.sigmoid(logits / temp)
+    q_ref = cp.threshold(cp.true_label(ref[:200], y[:200]).numpy(), alpha)
+    assert q_ref == pytest.approx(1 / (1 + math.exp(-q)))
+    assert ((cp.lac_scores(logits[200:], temp, "sigmoid") >= q) == (ref[200:] >= q_ref)).all()
+    worst = cp.worst_case_scores(logits[200:], temp, radius, "sigmoid") >= q
+    assert (worst == (torch.sigmoid((logits[200:] + radius) / temp) >= q_ref)).all()
+    with pytest.raises(ValueError, match="unknown LAC score 'hinge'"):
+        cp.lac_scores(logits, temp, "hinge")
 
 
 def test_threshold_matches_exact_finite_sample_coverage():

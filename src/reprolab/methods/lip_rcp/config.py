@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from reprolab.contract import (
@@ -25,6 +27,10 @@ class LipRCPConfig(MethodConfig, ImageDataConfig, OptimConfig):
     bjorck_iters: int = Field(default=12, ge=1)
     #: softmax temperature of the 1-Lipschitz net's scores (training loss and CP score)
     temp: float = Field(default=0.1, gt=0)
+    #: the LAC score of the conformal sets of lip_rcp and vanilla CP: "sigmoid", one
+    #: sigmoid per class (the official robust_ps.py's default, and the score of the
+    #: paper's reported set sizes), or "softmax" (RSCP always smooths the softmax)
+    score: Literal["sigmoid", "softmax"] = "sigmoid"
     #: miscoverage level of every conformal set
     alpha: float = Field(default=0.1, gt=0, lt=1)
     #: L2 attack budget at which the claims are tested

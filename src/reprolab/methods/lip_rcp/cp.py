@@ -1,14 +1,22 @@
-"""Split conformal prediction with the LAC score s(x, y) = softmax(f(x) / T)_y (higher
-is more conforming), its robust versions, and a PGD-L2 attack on the true label.
+"""Split conformal prediction with a LAC score (higher is more conforming), its robust
+versions, and a PGD-L2 attack on the true label. Two LAC scores, as in the official
+``robust_ps.py``:
+
+- ``sigmoid`` (its default, and the score of the paper's reported set sizes): one
+  sigmoid per class, s(x, y) = sigmoid(f_y(x) / T). Sigmoid is monotone, so the sets are
+  those of the logit score f_y(x) / T, which is what is computed (no score saturates at
+  a small T, where sigmoid's float32 values tie at 1).
+- ``softmax``: s(x, y) = softmax(f(x) / T)_y.
 
 - Threshold (split CP): with n calibration scores and k = ceil((n + 1)(1 - alpha)), q is
   the k-th largest calibration score (the k-th smallest non-conformity 1 - s); the set
   {y : s(x, y) >= q} then covers with probability >= 1 - alpha under exchangeability.
-- lip_rcp (official ``robust_ps.compute_robust_ps``, propagate=True): when every logit
-  is L-Lipschitz in L2, no perturbation of norm <= eps moves a logit by more than
-  r = L eps, so s_bar(x, y) = softmax((f(x) + r (2 e_y - 1)) / T)_y upper-bounds s(x', y)
-  on the ball; the robust set {y : s_bar(x', y) >= q} holds every y whose clean score
-  passes q, hence covers the true label at any attacked x' with prob. >= 1 - alpha.
+- lip_rcp (official ``robust_ps``, propagate=True): when every logit is L-Lipschitz in
+  L2, no perturbation of norm <= eps moves a logit by more than r = L eps, so
+  s_bar(x, y) upper-bounds s(x', y) on the ball: (f_y(x) + r) / T for the sigmoid score,
+  softmax((f(x) + r (2 e_y - 1)) / T)_y for the softmax score. The robust set
+  {y : s_bar(x', y) >= q} holds every y whose clean score passes q, hence covers the
+  true label at any attacked x' with prob. >= 1 - alpha.
 - RSCP (Gendler et al. 2022): smoothed score s~(x, y) = E s(x + d, y), d ~ N(0, sigma^2 I),
   estimated by Monte Carlo; Phi^-1(s~) is (1 / sigma)-Lipschitz, so the robust set is
   {y : s~(x', y) >= Phi(Phi^-1(q~) - eps / sigma)} with q~ calibrated on s~.
@@ -31,12 +39,27 @@ def threshold(scores: np.ndarray, alpha: float) -> float:
     return -math.inf if k > n else float(s[k - 1])
 
 
-def lac_scores(logits: torch.Tensor, temp: float) -> torch.Tensor:
-    return F.softmax(logits / temp, dim=-1)
+SCORES = ("sigmoid", "softmax")
 
 
-def worst_case_scores(logits: torch.Tensor, temp: float, radius: float) -> torch.Tensor:
-    """s_bar(x, y) for every y: logit y raised by ``radius``, all others lowered by it."""
+def lac_scores(logits: torch.Tensor, temp: float, score: str = "softmax") -> torch.Tensor:
+    """s(x, y) for every y (the sigmoid score in logit space: same sets)."""
+    if score == "sigmoid":
+        return logits / temp
+    if score == "softmax":
+        return F.softmax(logits / temp, dim=-1)
+    raise ValueError(f"unknown LAC score {score!r}; known: {', '.join(SCORES)}")
+
+
+def worst_case_scores(
+    logits: torch.Tensor, temp: float, radius: float, score: str = "softmax"
+) -> torch.Tensor:
+    """s_bar(x, y) for every y. Sigmoid: logit y raised by ``radius`` (the others do not
+    enter its score). Softmax: logit y raised by ``radius``, all others lowered by it."""
+    if score == "sigmoid":
+        return (logits + radius) / temp
+    if score != "softmax":
+        raise ValueError(f"unknown LAC score {score!r}; known: {', '.join(SCORES)}")
     k = logits.shape[-1]
     shifted = logits.unsqueeze(1).expand(-1, k, -1) - radius
     eye = torch.eye(k, dtype=torch.bool, device=logits.device)

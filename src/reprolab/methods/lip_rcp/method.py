@@ -114,6 +114,7 @@ class Predictor:
         self.gen = torch.Generator().manual_seed(10_007 * unit.seed + 1)
         self.temp = cfg.temp if unit.variant in LIPSCHITZ_VARIANTS else 1.0
         self.lip = lip if unit.variant == "lip_rcp" else 0.0
+        self.score = cfg.score
         scores = cp.true_label(self.scores(x_cal), y_cal)
         self.q = cp.threshold(scores.numpy(), cfg.alpha)
 
@@ -125,7 +126,7 @@ class Predictor:
         if self.variant == "rscp":
             return cp.smoothed_scores(self.model, x, self.cfg.sigma, self.cfg.n_mc, self.gen)
         with torch.inference_mode():
-            return cp.lac_scores(self.model(x), self.temp)
+            return cp.lac_scores(self.model(x), self.temp, self.score)
 
     def sets(self, x, eps: float):
         """Boolean (n, K) prediction sets at inputs ``x`` certified for budget ``eps``."""
@@ -135,15 +136,17 @@ class Predictor:
 
         if self.variant == "lip_rcp":
             with torch.inference_mode():
-                return cp.worst_case_scores(self.model(x), self.temp, self.lip * eps) >= self.q
+                radius = self.lip * eps
+                return cp.worst_case_scores(self.model(x), self.temp, radius, self.score) >= self.q
         if self.variant == "rscp":
             return self.scores(x) >= cp.rscp_cut(self.q, eps, self.cfg.sigma)
         return self.scores(x) >= self.q
 
 
 def attack(model, unit: Unit, cfg: LipRCPConfig, x, y, eps: float, gen):
-    """PGD-L2 pushing the true label out of the set: maximise -log s(x', y) (for RSCP the
-    Monte-Carlo smoothed score, ``eot`` noise draws per step)."""
+    """PGD-L2 pushing the true label out of the set: for RSCP maximise -log of the
+    Monte-Carlo smoothed score (``eot`` noise draws per step); for the softmax score the
+    cross-entropy of f(x') / T; for the sigmoid score -f_y(x'), the score's own order."""
     import torch
     import torch.nn.functional as F
 
@@ -158,6 +161,10 @@ def attack(model, unit: Unit, cfg: LipRCPConfig, x, y, eps: float, gen):
             p = F.softmax(net((adv.unsqueeze(0) + noise).reshape(-1, adv.shape[1])), -1)
             p = p.reshape(cfg.eot, len(adv), -1).mean(0)
             return -torch.log(cp.true_label(p, yb).clamp_min(1e-12))
+    elif cfg.score == "sigmoid":
+
+        def loss(adv, yb):
+            return -cp.true_label(net(adv), yb)
     else:
         temp = cfg.temp
 
