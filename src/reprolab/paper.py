@@ -33,7 +33,9 @@ A killed run loses nothing that was finished: before each round the copy records
 run's state (``.paper/state.json``: the commit, the rounds so far, the next round's
 params), and ``--resume <copy>`` goes on from the round that was cut short. Its train
 stage keeps the units that round finished (``data/.partial``) and resumes the one that
-was training from its last epoch; their training time counts in the round's compute.
+was training from its last epoch; their training time, the interrupted unit's epochs
+before the kill, and the units the killed attempt evaluated (the evaluation memo) count
+in the round's compute.
 ``run.json`` lists the resumptions.
 """
 
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -236,6 +239,8 @@ class PaperRun:
             raise PaperError(f"--resume: the code in {work} changed since it ran:\n{changed}")
         state = {slug: MethodRounds(**saved["state"][slug]) for slug in self.methods}
         run = {k: saved[k] for k in ("commit", "dirty", "wall")}
+        if "round_started" in saved:  # the cut-short round's compute counts from its start
+            run["round_started"] = saved["round_started"]
         run["resumed"] = [
             *saved.get("resumed", []),
             {"date": _now(), "round": saved["round"]},
@@ -274,6 +279,8 @@ class PaperRun:
             "PYTHONPATH": str(work / "src"),
         }
         for number in range(first, self.max_rounds + 1):
+            if run.get("round_started", {}).get("round") != number:
+                run["round_started"] = {"round": number, "time": time.time()}
             self._save(work, params, state, run, number)
             (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
             subprocess.run(
@@ -296,7 +303,9 @@ class PaperRun:
             for slug, st in state.items():
                 if st.done:
                     continue
-                grew |= self._after_round(work, params, slug, st, number, seconds)
+                grew |= self._after_round(
+                    work, params, slug, st, number, seconds, run["round_started"]["time"]
+                )
             if self.on_round is not None:
                 self.on_round(number, state)
             if not grew or block or self.replay:
@@ -305,10 +314,18 @@ class PaperRun:
         return state
 
     def _after_round(
-        self, work: Path, params: dict, slug: str, st: MethodRounds, number: int, wall: float
+        self,
+        work: Path,
+        params: dict,
+        slug: str,
+        st: MethodRounds,
+        number: int,
+        wall: float,
+        started: float,
     ) -> bool:
-        """Record round ``number`` of ``slug`` and add the next round's seeds to
-        ``params``; False when the method is done."""
+        """Record round ``number`` of ``slug`` (begun at ``started``, wall clock, by its
+        first attempt) and add the next round's seeds to ``params``; False when the
+        method is done."""
         from reprolab import config
         from reprolab.core import io
         from reprolab.paths import MethodPaths
@@ -318,7 +335,7 @@ class PaperRun:
         project = config.validate(params)
         cfg = project.method(slug)
         spec = registry.get(slug)
-        minutes = _round_minutes(paths.runtime)
+        minutes = _round_minutes(paths.runtime, started)
         st.minutes += minutes
         heads = evidence.headline(claims)
         for cid, result in heads.items():
@@ -518,9 +535,12 @@ def _new_units(rules: list[dict], units: list) -> int:
     return total
 
 
-def _round_minutes(runtime: Path) -> float:
+def _round_minutes(runtime: Path, started: float = math.inf) -> float:
     """The compute a round spent on one method: the training of the units it trained
-    (not those reused), its quantize and evaluate stages."""
+    (not those reused; a unit resumed after a kill with the epochs before it), its
+    quantize and evaluate stages, and the units that an attempt of the round killed
+    after evaluating them left in the evaluation memo (made at or after ``started``,
+    wall clock)."""
     from reprolab.core import io
 
     total = 0.0
@@ -534,7 +554,13 @@ def _round_minutes(runtime: Path) -> float:
         total += float(io.read_json(quantize).get("wall_seconds", 0.0))
     ev = runtime / "evaluate.json"
     if ev.is_file():
-        total += float(io.read_json(ev).get("evaluate_seconds", 0.0))
+        info = io.read_json(ev)
+        total += float(info.get("evaluate_seconds", 0.0))
+        total += sum(
+            float(hit.get("seconds", 0.0))
+            for hit in info.get("memo_hits", [])
+            if float(hit.get("created", 0.0)) >= started
+        )
     return total / 60.0
 
 

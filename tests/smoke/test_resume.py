@@ -8,6 +8,7 @@ and the next one has written its first epoch checkpoint, then `dvc repro evaluat
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -188,6 +189,14 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path: Path, straight, 
     finished, interrupted, epoch = _kill_mid_training(killed, worker)
     assert epoch < RESUME_ENSLOSS["epochs"] - 1, "killed after the last epoch: nothing to resume"
     assert not (killed / "data" / "checkpoints" / "ensloss").exists()
+    # what the killed attempt spent: its start to the last file it wrote (its last
+    # checkpoint, or a temporary file of the next one the kill cut short)
+    resume_dir = next((killed / "data/.partial/train/ensloss").glob(f"*/resume/{interrupted}"))
+    (attempt,) = json.loads((resume_dir / "attempts.json").read_text())["attempts"]
+    written = [p.stat().st_mtime for p in resume_dir.rglob("*") if p.name != "attempts.json"]
+    kept_seconds = max(written) - attempt["started"]
+    assert attempt["ended"] is None
+    assert kept_seconds >= (resume_dir / "last.ckpt").stat().st_mtime - attempt["started"] > 0
 
     # Only EnsLoss's chain: the other methods' stages say nothing about resuming.
     resumed = run(["dvc", "repro", "evaluate@ensloss"], killed)
@@ -214,6 +223,12 @@ def test_killed_training_resumes_to_identical_metrics(tmp_path: Path, straight, 
     runs = client.search_runs([client.get_experiment_by_name("ensloss").experiment_id])
     statuses = {r.info.status for r in runs}
     assert "RUNNING" not in statuses and "KILLED" in statuses, statuses
+
+    # The resumed unit's training time counts the epochs before the kill.
+    timings = json.loads((killed / "data/runtime/ensloss/train.json").read_text())["units"]
+    assert timings[interrupted]["earlier_attempts_seconds"] == pytest.approx(kept_seconds)
+    assert timings[interrupted]["train_seconds"] > kept_seconds
+    assert not any("earlier_attempts_seconds" in timings[u] for u in finished)
 
     # The acceptance criterion: the same metrics table.
     _same_metrics(straight, killed)

@@ -59,7 +59,7 @@ def run(slug: str, root: Path) -> dict:
     started = time.perf_counter()
     try:
         trained = Trained(ctx, hooks, data, trained_units)
-        rows, efficiency = _measure(ctx, hooks, data, units, trained, schemes, qinfo)
+        rows, efficiency, memo_hits = _measure(ctx, hooks, data, units, trained, schemes, qinfo)
         runtime_rows = [r for r in rows if is_runtime_metric(r[2])]
         table = metrics_table([r for r in rows if not is_runtime_metric(r[2])])
         latency = {p: e.pop("latency_ms") for p, e in efficiency.items()}
@@ -105,6 +105,9 @@ def run(slug: str, root: Path) -> dict:
                 "latency_ms": latency,
                 "runtime_metrics": _means(runtime_table),
                 "evaluate_seconds": time.perf_counter() - started,
+                # units read from the memo: when each was evaluated and what it took (a
+                # paper round counts those its own killed attempt evaluated)
+                "memo_hits": memo_hits,
             },
         )
         _track(tracker, summary, results, out, latency, runtime_table)
@@ -189,6 +192,7 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
         task_data = data[unit.task]
         measure_latency = bool(schemes) and source.variant not in latency_done
         cached = memo.get(unit)
+        unit_started = time.perf_counter()
         if cached is not None and not measure_latency:
             rows += [(unit, precision, k, float(v)) for precision, k, v in cached]
             n_memo += 1
@@ -225,7 +229,7 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
                         f"declared headline metric(s) {absent}"
                     )
                 unit_rows += [(precision, k, float(v)) for k, v in metrics.items()]
-            memo.put(unit, unit_rows)
+            memo.put(unit, unit_rows, time.perf_counter() - unit_started)
         rows += [(unit, precision, k, v) for precision, k, v in unit_rows]
         # Latency depends on the architecture, not on the task or seed: measure it once
         # per trained variant, and only where a real low-bit kernel runs (fake
@@ -256,7 +260,7 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
                 entry["full_precision"] = covered["full_precision"]
         if not entry["real_kernel"]:
             entry["latency_note"] = "fake quantization (fp32 compute): no speedup to measure"
-    return rows, efficiency
+    return rows, efficiency, memo.hits
 
 
 class UnitMemo:
@@ -279,6 +283,7 @@ class UnitMemo:
 
         self._ctx = ctx
         self.folder = ctx.root / "data" / ".cache" / "evaluate" / ctx.slug
+        self.hits: list[dict] = []
         listing = ctx.paths.checkpoints / "units.json"
         self._train = (io.read_json(listing) if listing.is_file() else {}).get(
             "unit_fingerprints"
@@ -321,20 +326,34 @@ class UnitMemo:
         return hashlib.sha256("/".join(parts).encode()).hexdigest()[:24]
 
     def get(self, unit: Unit) -> list[tuple[str, str, float]] | None:
+        """The unit's rows from the memo (``None``: evaluate it); a hit is listed in
+        ``hits`` with the seconds its evaluation took and when it was made."""
         key = self._key(unit)
         path = self.folder / f"{key}.json"
         if key is None or not path.is_file():
             return None
         try:
-            return [(p, m, float(v)) for p, m, v in io.read_json(path)["rows"]]
+            entry = io.read_json(path)
+            rows = [(p, m, float(v)) for p, m, v in entry["rows"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None  # an unreadable memo entry is evaluated again
+        self.hits.append(
+            {
+                "unit": unit.id,
+                "seconds": float(entry.get("seconds", 0.0)),
+                "created": float(entry.get("created", 0.0)),
+            }
+        )
+        return rows
 
-    def put(self, unit: Unit, rows: list[tuple[str, str, float]]) -> None:
+    def put(self, unit: Unit, rows: list[tuple[str, str, float]], seconds: float) -> None:
         key = self._key(unit)
         if key is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
-            io.write_json(self.folder / f"{key}.json", {"unit": unit.id, "rows": rows})
+            io.write_json(
+                self.folder / f"{key}.json",
+                {"unit": unit.id, "rows": rows, "seconds": seconds, "created": time.time()},
+            )
 
 
 def _summary(ctx, table: pd.DataFrame, efficiency: dict, claims: list[dict]) -> dict:

@@ -99,7 +99,9 @@ def run(slug: str, root: Path) -> dict:
             history = [
                 {k: v for k, v in row.items() if not is_runtime_metric(k)} for row in result.history
             ]
-            timings = {**result.timings, "train_seconds": seconds}
+            # an interrupted earlier attempt's epochs are part of this unit's training
+            earlier = float(result.timings.get("earlier_attempts_seconds", 0.0))
+            timings = {**result.timings, "train_seconds": seconds + earlier}
             io.write_json(done_dir / f"{unit.id}.timings.json", timings)
             saved = {"state": result.state, "history": history}
             if result.signals:
@@ -170,12 +172,59 @@ def run(slug: str, root: Path) -> dict:
 
 def _train_one(ctx, hooks, data, partial: Path, unit: Unit, label: str) -> TrainedUnit:
     """Train one unit (in the stage process or a Dask worker), resuming from its last
-    epoch checkpoint when an interrupted attempt left one."""
+    epoch checkpoint when an interrupted attempt left one. The seconds interrupted
+    attempts spent go into the result's timings (``earlier_attempts_seconds``), so the
+    unit's ``train_seconds`` counts the epochs it resumed from."""
     resume = partial / "resume" / unit.id
     _check_resume(resume, label)
-    return hooks.train_unit(
-        ctx.run, unit, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
-    )
+    earlier = _begin_attempt(resume)
+    try:
+        result = hooks.train_unit(
+            ctx.run, unit, data[unit.task], resume, lambda m, u=unit: log(f"  {u.id}: {m}")
+        )
+    except BaseException:  # a failure or an interrupt: its time is the next attempt's
+        _end_attempt(resume)
+        raise
+    if earlier:
+        result.timings["earlier_attempts_seconds"] = earlier
+    return result
+
+
+#: a unit's attempts (wall-clock start and end), beside its resume checkpoint
+ATTEMPTS = "attempts.json"
+
+
+def _begin_attempt(resume: Path) -> float:
+    """Record a new attempt at a unit; return the seconds its earlier attempts spent.
+
+    An attempt that failed or was interrupted recorded its end; one killed outright
+    (SIGKILL, power) ends at the last file it wrote in ``resume`` (its last epoch
+    checkpoint: the work the new attempt resumes from)."""
+    path = resume / ATTEMPTS
+    attempts: list[dict] = []
+    if path.is_file():
+        try:
+            attempts = list(io.read_json(path)["attempts"])
+        except (OSError, ValueError, KeyError, TypeError, io.CorruptDataError):
+            attempts = []  # unreadable: its time is not counted, nothing else changes
+    if attempts and attempts[-1].get("ended") is None:
+        started = float(attempts[-1]["started"])
+        written = [f.stat().st_mtime for f in resume.rglob("*") if f.is_file() and f != path]
+        attempts[-1]["ended"] = max([started, *written])
+    spent = sum(max(0.0, float(a["ended"]) - float(a["started"])) for a in attempts)
+    resume.mkdir(parents=True, exist_ok=True)
+    io.write_json(path, {"attempts": [*attempts, {"started": time.time(), "ended": None}]})
+    return spent
+
+
+def _end_attempt(resume: Path) -> None:
+    path = resume / ATTEMPTS
+    try:
+        attempts = list(io.read_json(path)["attempts"])
+        attempts[-1]["ended"] = time.time()
+        io.write_json(path, {"attempts": attempts})
+    except (OSError, ValueError, KeyError, TypeError, IndexError, io.CorruptDataError):
+        pass  # never hide the error that ended the attempt
 
 
 #: per Dask worker process: (slug, root, fingerprint) -> (ctx, hooks, data)

@@ -1,0 +1,104 @@
+"""What a paper round counts as compute after a kill: the epochs an interrupted unit
+resumed from (its attempts' records in the resume folder) and the units the killed
+attempt of the round left in the evaluation memo. Checked against sums written out by
+hand from the files' times."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from reprolab.paper import _round_minutes
+from reprolab.stages.train import ATTEMPTS, _begin_attempt, _end_attempt
+
+
+def _attempts(resume):
+    return json.loads((resume / ATTEMPTS).read_text())["attempts"]
+
+
+def test_a_first_attempt_has_nothing_before_it(tmp_path):
+    resume = tmp_path / "unit"
+    before = time.time()
+    assert _begin_attempt(resume) == 0.0
+    (only,) = _attempts(resume)
+    assert only["ended"] is None and before <= only["started"] <= time.time()
+
+
+def test_a_killed_attempt_counts_up_to_its_last_checkpoint(tmp_path):
+    resume = tmp_path / "unit"
+    resume.mkdir()
+    t0 = 1_000_000.0
+    (resume / ATTEMPTS).write_text(json.dumps({"attempts": [{"started": t0, "ended": None}]}))
+    ckpt = resume / "pretrain" / "last.ckpt"  # nested, as lift_gs writes its phases
+    ckpt.parent.mkdir()
+    ckpt.write_bytes(b"x")
+    os.utime(ckpt, (t0 + 40.0, t0 + 40.0))
+    older = resume / "last.ckpt"
+    older.write_bytes(b"x")
+    os.utime(older, (t0 + 12.0, t0 + 12.0))
+    assert _begin_attempt(resume) == pytest.approx(40.0)
+    first, second = _attempts(resume)
+    assert first["ended"] == pytest.approx(t0 + 40.0) and second["ended"] is None
+
+
+def test_recorded_ends_and_a_kill_add_up(tmp_path):
+    resume = tmp_path / "unit"
+    resume.mkdir()
+    t0 = 2_000_000.0
+    attempts = [{"started": t0, "ended": t0 + 10.0}, {"started": t0 + 100.0, "ended": None}]
+    (resume / ATTEMPTS).write_text(json.dumps({"attempts": attempts}))
+    ckpt = resume / "last.ckpt"
+    ckpt.write_bytes(b"x")
+    os.utime(ckpt, (t0 + 105.0, t0 + 105.0))
+    assert _begin_attempt(resume) == pytest.approx(10.0 + 5.0)
+    # this attempt fails: its end is recorded, and the next one counts it
+    _end_attempt(resume)
+    ended = _attempts(resume)[-1]
+    assert ended["ended"] is not None and ended["ended"] >= ended["started"]
+    assert _begin_attempt(resume) == pytest.approx(15.0 + ended["ended"] - ended["started"])
+
+
+def test_a_kill_before_any_checkpoint_counts_nothing(tmp_path):
+    resume = tmp_path / "unit"
+    resume.mkdir()
+    (resume / ATTEMPTS).write_text(json.dumps({"attempts": [{"started": 5.0, "ended": None}]}))
+    os.utime(resume / ATTEMPTS, (500.0, 500.0))  # its own record is not a checkpoint
+    assert _begin_attempt(resume) == 0.0
+
+
+def test_an_unreadable_record_counts_nothing_and_is_replaced(tmp_path):
+    resume = tmp_path / "unit"
+    resume.mkdir()
+    (resume / ATTEMPTS).write_text("{not json")
+    assert _begin_attempt(resume) == 0.0
+    assert len(_attempts(resume)) == 1
+
+
+def test_round_minutes_counts_the_killed_attempts_memo_entries(tmp_path):
+    runtime = tmp_path
+    started = 1_000.0
+    (runtime / "train.json").write_text(
+        json.dumps(
+            {
+                "units": {
+                    "a": {"train_seconds": 30.0},
+                    "b": {"train_seconds": 50.0, "reused": 1.0},  # an earlier round's
+                    "c": {"train_seconds": 12.0, "earlier_attempts_seconds": 7.0},
+                }
+            }
+        )
+    )
+    (runtime / "quantize.json").write_text(json.dumps({"wall_seconds": 6.0}))
+    hits = [
+        {"unit": "a", "seconds": 3.0, "created": started + 1.0},  # the killed attempt's
+        {"unit": "b", "seconds": 4.0, "created": started - 1.0},  # an earlier round's
+        {"unit": "d", "seconds": 2.0, "created": started},
+    ]
+    (runtime / "evaluate.json").write_text(json.dumps({"evaluate_seconds": 9.0, "memo_hits": hits}))
+    expected = (30.0 + 12.0) + 6.0 + 9.0 + (3.0 + 2.0)
+    assert _round_minutes(runtime, started) == pytest.approx(expected / 60.0)
+    # without a round start (an old run's files) no memo entry counts
+    assert _round_minutes(runtime) == pytest.approx((30.0 + 12.0 + 6.0 + 9.0) / 60.0)
