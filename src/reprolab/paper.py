@@ -36,7 +36,10 @@ stage keeps the units that round finished (``data/.partial``) and resumes the on
 was training from its last epoch; their training time, the interrupted unit's epochs
 before the kill, and the units the killed attempt evaluated (the evaluation memo) count
 in the round's compute.
-``run.json`` lists the resumptions.
+``run.json`` lists the resumptions. A run that its evidence budget stopped goes on the
+same way after the budget is raised in params.yaml (an amendment in the ledger): only
+``evidence.budget_minutes`` is taken over from params.yaml, and only for a method whose
+config changed in nothing else.
 """
 
 from __future__ import annotations
@@ -237,6 +240,10 @@ class PaperRun:
         changed = _git(work, "status", "--porcelain", "--", "src", "dvc.yaml", "flows", "tasks")
         if changed:
             raise PaperError(f"--resume: the code in {work} changed since it ran:\n{changed}")
+        # a budget amended since (recorded in the ledger, AMEND="why") applies: it limits
+        # the compute, not the plan's looks, so a run its budget stopped can go on
+        self.record_ledger(self.check_ledger())
+        params = self._amended_budgets(saved["params"])
         state = {slug: MethodRounds(**saved["state"][slug]) for slug in self.methods}
         run = {k: saved[k] for k in ("commit", "dirty", "wall")}
         if "round_started" in saved:  # the cut-short round's compute counts from its start
@@ -246,7 +253,33 @@ class PaperRun:
             {"date": _now(), "round": saved["round"]},
         ]
         self.log(f"{', '.join(self.methods)}: resuming round {saved['round']} in {work}")
-        return self._rounds(work, saved["params"], state, run, first=saved["round"])
+        return self._rounds(work, params, state, run, first=saved["round"])
+
+    def _amended_budgets(self, saved: dict) -> dict:
+        """The copy's params, with each method's ``evidence.budget_minutes`` taken from
+        params.yaml where that is all that changed in the method's paper-profile config
+        (anything else changed leaves the copy's params as they were)."""
+        from reprolab import config
+
+        fresh = self.first_params()
+        params = copy.deepcopy(saved)
+
+        def plain(p: dict, slug: str) -> tuple[dict, float]:
+            cfg = config.validate(p).method(slug).model_dump(mode="json")
+            ev = cfg.pop("evidence", {}) or {}
+            budget = ev.pop("budget_minutes", None)
+            ev.pop("added", None)
+            return {**cfg, "evidence": ev}, budget
+
+        for slug in self.methods:
+            (old_cfg, old_budget), (new_cfg, new_budget) = plain(saved, slug), plain(fresh, slug)
+            if new_budget == old_budget or old_cfg != new_cfg:
+                continue
+            section = params["methods"][slug].setdefault("paper", {}) or {}
+            section.setdefault("evidence", {})["budget_minutes"] = new_budget
+            params["methods"][slug]["paper"] = section
+            self.log(f"{slug}: evidence budget {old_budget:g} -> {new_budget:g} min (params.yaml)")
+        return params
 
     def _save(self, work: Path, params, state, run, number: int) -> None:
         """What a resumed run needs to go on with round ``number``."""

@@ -212,3 +212,31 @@ def test_a_held_out_block_of_an_earlier_setting_is_labelled_not_flagged(tmp_path
         tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-02T12:00:00+00:00"
     )
     assert same == before
+
+
+def test_a_resumed_run_takes_an_amended_budget_and_nothing_else(tmp_path):
+    """The copy's params keep their rounds' seeds; a budget raised in params.yaml since
+    applies, but only where the budget is all that changed in the method's config."""
+    params = _params()
+    root = _git_project(tmp_path, params)
+    run = PaperRun(root, ["dp_noise", "ensloss"], out=tmp_path / "r", log=lambda m: None)
+    saved = run.first_params()
+    added = [{"claims": ["vs_gaussian_k10"], "seeds": [5], "variants": ["optimized"]}]
+    saved["methods"]["dp_noise"]["paper"].setdefault("evidence", {})["added"] = added
+
+    def budget(p: dict, slug: str) -> float:
+        from reprolab import config
+
+        return config.validate(p).method(slug).evidence.budget_minutes
+
+    before = {slug: budget(saved, slug) for slug in ("dp_noise", "ensloss")}
+    params["methods"]["dp_noise"]["paper"].setdefault("evidence", {})["budget_minutes"] = 333
+    params["methods"]["ensloss"]["paper"].setdefault("evidence", {})["budget_minutes"] = 444
+    params["methods"]["ensloss"]["paper"]["epochs"] = 77  # and another change: not taken
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = run._amended_budgets(saved)
+    assert budget(out, "dp_noise") == 333 and before["dp_noise"] != 333
+    assert budget(out, "ensloss") == before["ensloss"]
+    assert out["methods"]["dp_noise"]["paper"]["evidence"]["added"] == added
+    assert out["methods"]["ensloss"] == saved["methods"]["ensloss"]
+    assert budget(saved, "dp_noise") == before["dp_noise"]  # the copy's params untouched
