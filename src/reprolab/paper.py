@@ -127,9 +127,10 @@ class PaperRun:
             registry.check_slug(slug)
         if self.seeds is not None and self.replay:
             raise PaperError("--seeds (a held-out block) and --replay do not go together")
-        if self.resume is not None and (self.seeds is not None or self.replay or self.amend):
+        if self.resume is not None and (self.seeds is not None or self.replay):
             raise PaperError(
-                "--resume goes on with a run as it was started: no --seeds, --replay or --amend"
+                "--resume goes on with a run as it was started: no --seeds or --replay "
+                "(--amend only records a raised evidence budget)"
             )
 
     # ------------------------------------------------------------------ params
@@ -242,8 +243,15 @@ class PaperRun:
             raise PaperError(f"--resume: the code in {work} changed since it ran:\n{changed}")
         # a budget amended since (recorded in the ledger, AMEND="why") applies: it limits
         # the compute, not the plan's looks, so a run its budget stopped can go on
-        self.record_ledger(self.check_ledger())
-        params = self._amended_budgets(saved["params"])
+        params, raised = self._amended_budgets(saved["params"])
+        if raised:
+            self.record_ledger(self.check_ledger())
+        elif self.amend:
+            raise PaperError(
+                "--amend with --resume records a raised evidence budget, and params.yaml "
+                f"raises none for {', '.join(self.methods)} (a change beyond the budget "
+                "needs a new run)"
+            )
         state = {slug: MethodRounds(**saved["state"][slug]) for slug in self.methods}
         run = {k: saved[k] for k in ("commit", "dirty", "wall")}
         if "round_started" in saved:  # the cut-short round's compute counts from its start
@@ -255,14 +263,16 @@ class PaperRun:
         self.log(f"{', '.join(self.methods)}: resuming round {saved['round']} in {work}")
         return self._rounds(work, params, state, run, first=saved["round"])
 
-    def _amended_budgets(self, saved: dict) -> dict:
+    def _amended_budgets(self, saved: dict) -> tuple[dict, list[str]]:
         """The copy's params, with each method's ``evidence.budget_minutes`` taken from
         params.yaml where that is all that changed in the method's paper-profile config
-        (anything else changed leaves the copy's params as they were)."""
+        (anything else changed leaves the copy's params as they were); and the methods
+        whose budget it took."""
         from reprolab import config
 
         fresh = self.first_params()
         params = copy.deepcopy(saved)
+        raised = []
 
         def plain(p: dict, slug: str) -> tuple[dict, float]:
             cfg = config.validate(p).method(slug).model_dump(mode="json")
@@ -278,8 +288,9 @@ class PaperRun:
             section = params["methods"][slug].setdefault("paper", {}) or {}
             section.setdefault("evidence", {})["budget_minutes"] = new_budget
             params["methods"][slug]["paper"] = section
+            raised.append(slug)
             self.log(f"{slug}: evidence budget {old_budget:g} -> {new_budget:g} min (params.yaml)")
-        return params
+        return params, raised
 
     def _save(self, work: Path, params, state, run, number: int) -> None:
         """What a resumed run needs to go on with round ``number``."""

@@ -234,7 +234,8 @@ def test_a_resumed_run_takes_an_amended_budget_and_nothing_else(tmp_path):
     params["methods"]["ensloss"]["paper"].setdefault("evidence", {})["budget_minutes"] = 444
     params["methods"]["ensloss"]["paper"]["epochs"] = 77  # and another change: not taken
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    out = run._amended_budgets(saved)
+    out, raised = run._amended_budgets(saved)
+    assert raised == ["dp_noise"]
     assert budget(out, "dp_noise") == 333 and before["dp_noise"] != 333
     assert budget(out, "ensloss") == before["ensloss"]
     assert out["methods"]["dp_noise"]["paper"]["evidence"]["added"] == added
