@@ -171,3 +171,64 @@ def test_rscp_cut_and_int8_surrogate():
     with torch.no_grad():
         assert torch.allclose(sur(x), qnet(x), atol=0.05)
     assert lipschitz_bound(qnet) == pytest.approx(lipschitz_bound(net), abs=0.05)
+
+
+def _hkr_classifier(epochs=3):
+    from reprolab.methods.lip_rcp.module import Classifier
+
+    torch.manual_seed(0)
+    return Classifier(
+        in_dim=12,
+        n_classes=4,
+        hidden=8,
+        depth=2,
+        lipschitz=True,
+        bjorck_iters=3,
+        temp=0.1,
+        noise=0.0,
+        lr=1e-2,
+        epochs=epochs,
+        seed=0,
+        hkr={"alpha": 0.975, "min_margin": 0.6, "temperature": 10.0},
+    )
+
+
+def _hkr_data():
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(96, 12, generator=gen)
+    return (x, (x[:, :4].argmax(1)).long()), (x[:32], x[:32, :4].argmax(1).long())
+
+
+def test_hkr_loss_is_deel_torchlips_with_its_running_mean_carried():
+    """The module's loss is deel-torchlip's SoftHKRMulticlassLoss on the raw logits,
+    its running mean of |logits| carried from batch to batch in the module's buffer."""
+    from deel.torchlip import SoftHKRMulticlassLoss
+
+    module = _hkr_classifier()
+    ref = SoftHKRMulticlassLoss(alpha=0.975, min_margin=0.6, temperature=10.0)
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(3):
+        logits = torch.randn(16, 4, generator=gen)
+        y = torch.randint(0, 4, (16,), generator=gen)
+        mine = module.loss(logits, y)
+        theirs = ref(logits, F.one_hot(y, 4))
+        assert float(mine) == pytest.approx(float(theirs))
+        assert float(module.hkr_mean) == pytest.approx(float(ref.current_mean))
+    assert float(module.hkr_mean) != pytest.approx(0.6)  # it moved from its start
+
+
+def test_hkr_training_resumed_from_its_checkpoint_ends_as_a_straight_run(tmp_path):
+    from reprolab.contract import TrainerConfig
+    from reprolab.core.training import fit_supervised
+
+    train, val = _hkr_data()
+    straight = _hkr_classifier()
+    fit_supervised(straight, train, val, 16, 3, 0, tmp_path / "a", trainer=TrainerConfig())
+    first = _hkr_classifier()
+    fit_supervised(first, train, val, 16, 1, 0, tmp_path / "b", trainer=TrainerConfig())
+    resumed = _hkr_classifier()
+    fit_supervised(resumed, train, val, 16, 3, 0, tmp_path / "b", trainer=TrainerConfig())
+    a, b = straight.state_dict(), resumed.state_dict()
+    assert "hkr_mean" in a and float(a["hkr_mean"]) != pytest.approx(0.6)
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=0, atol=0)

@@ -399,9 +399,9 @@ class ClassifierModule(HistoryModule):
     ``net(augment(x)) / temp``, Adam with a cosine schedule over ``epochs``, and one
     history entry per epoch: mean training loss and accuracy on the validation loader.
 
-    A method adds only what is its own: the network it passes in, and ``augment`` for a
+    A method adds only what is its own: the network it passes in, ``augment`` for a
     per-step input transform (which must be a function of (seed, step) to stay
-    resumable). ``state_dict`` keys are those of ``net`` under ``net.``.
+    resumable), and ``loss`` for another training loss. ``state_dict`` keys are those of ``net`` under ``net.``.
     """
 
     def __init__(self, net: torch.nn.Module, lr: float, epochs: int, temp: float = 1.0) -> None:
@@ -417,9 +417,13 @@ class ClassifierModule(HistoryModule):
         """The training inputs of a batch (identity here)."""
         return x
 
+    def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The training loss of a batch's logits (cross-entropy on logits / temp)."""
+        return torch.nn.functional.cross_entropy(logits / self.temp, y)
+
     def training_step(self, batch, batch_idx):
         x, y = batch
-        loss = torch.nn.functional.cross_entropy(self(self.augment(x)) / self.temp, y)
+        loss = self.loss(self(self.augment(x)), y)
         self._loss_sum += float(loss.detach())
         self._batches += 1
         return loss

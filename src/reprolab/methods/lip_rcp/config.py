@@ -25,8 +25,16 @@ class LipRCPConfig(MethodConfig, ImageDataConfig, OptimConfig):
     batch_size: int = mixin_field(OptimConfig, "batch_size", 128)
     #: Bjorck orthonormalisation steps per forward pass in training
     bjorck_iters: int = Field(default=12, ge=1)
-    #: softmax temperature of the 1-Lipschitz net's scores (training loss and CP score)
+    #: softmax temperature of the 1-Lipschitz net's scores (cross-entropy loss and CP score)
     temp: float = Field(default=0.1, gt=0)
+    #: the 1-Lipschitz net's training loss: "hkr", deel-torchlip's soft hinge-KR
+    #: multiclass loss on the raw logits (the official train.py's default, shkr, with its
+    #: defaults alpha 0.975, min_margin 0.6, temperature 10), or "ce", cross-entropy on
+    #: logits / temp. RSCP's ReLU net always trains with cross-entropy
+    loss: Literal["hkr", "ce"] = "hkr"
+    hkr_alpha: float = Field(default=0.975, ge=0, le=1)
+    hkr_margin: float = Field(default=0.6, gt=0)
+    hkr_temperature: float = Field(default=10.0, gt=0)
     #: the LAC score of the conformal sets of lip_rcp and vanilla CP: "sigmoid", one
     #: sigmoid per class (the official robust_ps.py's default, and the score of the
     #: paper's reported set sizes), or "softmax" (RSCP always smooths the softmax)

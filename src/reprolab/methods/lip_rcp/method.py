@@ -51,6 +51,13 @@ def train_unit(
 
     cfg = run.cfg
     lipschitz = unit.variant in LIPSCHITZ_VARIANTS
+    hkr = None
+    if lipschitz and cfg.loss == "hkr":
+        hkr = {
+            "alpha": cfg.hkr_alpha,
+            "min_margin": cfg.hkr_margin,
+            "temperature": cfg.hkr_temperature,
+        }
 
     def build() -> Classifier:
         return Classifier(
@@ -65,6 +72,7 @@ def train_unit(
             lr=cfg.lr,
             epochs=cfg.epochs,
             seed=unit.seed,
+            hkr=hkr,
         )
 
     # The calibration split is only watched (accuracy per epoch), never used to select;
