@@ -381,3 +381,19 @@ def test_net_py_holds_networks_and_module_py_lightning_modules():
         if "module.py" in names:
             found = classes(importlib.import_module(f"{package}.module"))
             assert [c for c in found if issubclass(c, pl.LightningModule)], folder.name
+
+
+def test_error_bars_are_the_scipy_t_interval_half_width():
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from reprolab.core.plots import mean_ci
+
+    values = np.array([0.61, 0.58, 0.66, 0.59, 0.70])
+    low, high = stats.t.interval(0.95, df=4, loc=values.mean(), scale=stats.sem(values))
+    mean, half = mean_ci(pd.Series(values))
+    assert mean == pytest.approx(values.mean())
+    assert half == pytest.approx((high - low) / 2)
+    assert mean_ci([0.4]) == (0.4, 0.0)  # one value: no bar
+    assert mean_ci([0.3, 0.3, 0.3]) == (pytest.approx(0.3), 0.0)

@@ -27,6 +27,7 @@ __all__ = [
     "curves_figure",
     "facets",
     "grouped_bars",
+    "mean_ci",
     "mean_curves",
     "plot_mean_curves",
     "plt",
@@ -166,6 +167,17 @@ def curves_figure(
     ax.set_title(title, **({} if title_size is None else {"fontsize": title_size}))
     ax.legend(fontsize=legend_size)
     return save_figure(fig, path)
+
+
+def mean_ci(values) -> tuple[float, float]:
+    """The mean of ``values`` and the half-width of its 95% t-interval, as every
+    figure's error bars show it; 0 for a single value (drawn without a bar)."""
+    import numpy as np
+
+    from reprolab.core.stats import t_interval
+
+    iv = t_interval(np.asarray(values, dtype=float))
+    return iv.mean, (iv.high - iv.mean if np.isfinite(iv.high) else 0.0)
 
 
 def grouped_bars(

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import plot_mean_curves, plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import mean_ci, plot_mean_curves, plt, save_figure
 
 PAPER_RATIO = 693 / 1571  # BDIA vs standard peak training memory, ViT on CIFAR-10
 
@@ -25,9 +24,9 @@ def _bar_groups(ax, rows: pd.DataFrame, groups: list, series: list, key_g: str, 
                 means.append(np.nan)
                 errs.append(0.0)
                 continue
-            iv = t_interval(vals)
-            means.append(iv.mean)
-            errs.append(0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+            mean, err = mean_ci(vals)
+            means.append(mean)
+            errs.append(err)
         ax.bar(np.arange(len(groups)) + j * width, means, width, yerr=errs, capsize=2, label=s)
     ax.set_xticks(np.arange(len(groups)) + width * (len(series) - 1) / 2, groups)
 

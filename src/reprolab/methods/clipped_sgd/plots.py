@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from reprolab.core.plots import plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import mean_ci, plt, save_figure
 
 COLORS = {"pcsgd": "tab:red", "dicesgd": "tab:blue", "nonbinding": "tab:green"}
 # DiceSGD and the control often coincide: dashes keep both visible.
@@ -97,10 +95,10 @@ def plateau_vs_beta(table: pd.DataFrame, family: str, path: Path) -> Path:
         for variant, rows_v in plateau.groupby("variant"):
             betas, means, errs = [], [], []
             for beta, vals in rows_v.groupby("beta"):
-                iv = t_interval(vals.value.to_numpy())
+                mean, err = mean_ci(vals.value)
                 betas.append(beta)
-                means.append(iv.mean)
-                errs.append(0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+                means.append(mean)
+                errs.append(err)
             ax.errorbar(
                 betas,
                 means,

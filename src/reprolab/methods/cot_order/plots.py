@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import mean_ci, plt, save_figure
 
 ARMS = ("code_only", "cot_first", "code_first")
 PANELS = (
@@ -19,12 +18,6 @@ PANELS = (
     ("finished", "share of answers", "answer ended inside the token budget"),
     ("humaneval_pass_at_1", "pass@1", "HumanEval"),
 )
-
-
-def _mean_err(values: np.ndarray) -> tuple[float, float]:
-    iv = t_interval(values)
-    err = iv.high - iv.mean if np.isfinite(iv.high) else 0.0
-    return float(np.mean(values)), float(err)
 
 
 def pass_at_1(table: pd.DataFrame, path: Path) -> Path:
@@ -41,7 +34,7 @@ def pass_at_1(table: pd.DataFrame, path: Path) -> Path:
         rows = finite[finite.metric == metric]
         for j, precision in enumerate(precisions):
             stats = [
-                _mean_err(
+                mean_ci(
                     rows[(rows.variant == arm) & (rows.precision == precision)].value.to_numpy()
                 )
                 if not rows[(rows.variant == arm) & (rows.precision == precision)].empty

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import plot_mean_curves, plt, save_figure
+from reprolab.core.plots import mean_ci, plot_mean_curves, plt, save_figure
 
 
 def _bars(table: pd.DataFrame, panels: list[tuple[str, str]], title: str, path: Path) -> Path:
@@ -32,15 +32,6 @@ def _bars(table: pd.DataFrame, panels: list[tuple[str, str]], title: str, path: 
     return save_figure(fig, path)
 
 
-def _mean_ci(values: pd.Series) -> tuple[float, float]:
-    """(mean, half-width of the 95% t-interval over seeds; 0 with one seed)."""
-    from reprolab.core.stats import t_interval
-
-    iv = t_interval(values.to_numpy())
-    half = (iv.high - iv.low) / 2 if iv.n > 1 else 0.0
-    return iv.mean, half
-
-
 def collapse_vs_ratio(table: pd.DataFrame, path: Path) -> Path:
     """Effective rank / f, normalised code-usage entropy and codes used against c / f
     (log2 axis), one line per (task, variant), mean and 95% t-interval over seeds.
@@ -59,7 +50,7 @@ def collapse_vs_ratio(table: pd.DataFrame, path: Path) -> Path:
             continue
         by = "dataset" if "dataset" in r.columns else "task"  # one task per (dataset, ratio)
         for (task, variant), g in r.groupby([by, "variant"]):
-            pts = sorted((float(ratio), *_mean_ci(gg.value)) for ratio, gg in g.groupby("ratio"))
+            pts = sorted((float(ratio), *mean_ci(gg.value)) for ratio, gg in g.groupby("ratio"))
             x, m, h = zip(*pts, strict=True)
             ax.errorbar(
                 x,

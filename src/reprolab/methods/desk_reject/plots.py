@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import mean_ci, plt, save_figure
 
 POLICIES = ("cvpr_rule", "lp_rounded", "milp_average", "milp_worst_case")
 FAMILIES = ("conf", "tight")
@@ -20,11 +19,6 @@ def _synthetic(table: pd.DataFrame) -> pd.DataFrame:
     rows = table[(table.precision == "fp32") & table.family.isin(FAMILIES)].copy()
     rows["papers"] = rows.papers.astype(int)
     return rows
-
-
-def _mean_err(values: np.ndarray) -> tuple[float, float]:
-    iv = t_interval(values)
-    return iv.mean, 0.0 if not np.isfinite(iv.high) else iv.high - iv.mean
 
 
 def cost_distribution(table: pd.DataFrame, path: Path) -> Path:
@@ -59,9 +53,7 @@ def cost_distribution(table: pd.DataFrame, path: Path) -> Path:
         ax.legend(fontsize=7)
         ax = axes[r, 2]
         stats = [
-            _mean_err(
-                fam[(fam.variant == p) & (fam.metric == "innocent_hit_frac")].value.to_numpy()
-            )
+            mean_ci(fam[(fam.variant == p) & (fam.metric == "innocent_hit_frac")].value.to_numpy())
             for p in policies
         ]
         ax.bar(policies, [s[0] for s in stats], yerr=[s[1] for s in stats], capsize=3)
@@ -95,7 +87,7 @@ def gap_vs_size(table: pd.DataFrame, path: Path) -> Path:
         curves["CVPR rule - rounded LP"] = (cost.cvpr_rule - cost.lp_rounded).dropna()
         for label, series in curves.items():
             sizes = sorted(series.index.get_level_values("papers").unique())
-            stats = [_mean_err(series.xs(m, level="papers").to_numpy()) for m in sizes]
+            stats = [mean_ci(series.xs(m, level="papers").to_numpy()) for m in sizes]
             ax.errorbar(
                 sizes,
                 [s[0] for s in stats],

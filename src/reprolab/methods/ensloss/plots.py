@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reprolab.core.plots import curves_figure, plot_mean_curves, plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import curves_figure, mean_ci, plot_mean_curves, plt, save_figure
 
 
 def accuracy_by_pair(table: pd.DataFrame, path: Path) -> Path:
@@ -22,9 +21,9 @@ def accuracy_by_pair(table: pd.DataFrame, path: Path) -> Path:
         means, errs = [], []
         for task in tasks:
             vals = rows[(rows.task == task) & (rows.variant == variant)].value.to_numpy()
-            iv = t_interval(vals)
-            means.append(iv.mean)
-            errs.append(0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+            mean, err = mean_ci(vals)
+            means.append(mean)
+            errs.append(err)
         ax.bar(np.arange(len(tasks)) + j * width, means, width, yerr=errs, capsize=2, label=variant)
     lo = rows.value.min()
     ax.set_ylim(max(0.0, lo - 0.05), 1.0)

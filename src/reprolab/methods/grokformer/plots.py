@@ -8,15 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reprolab.core.plots import plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import mean_ci, plt, save_figure
 from reprolab.methods.grokformer.config import FILTER_VARIANTS, NODE_VARIANTS
 from reprolab.methods.grokformer.graphs import RESPONSES, response
-
-
-def _mean_ci(values) -> tuple[float, float]:
-    iv = t_interval(np.asarray(values, dtype=float))
-    return iv.mean, (0.0 if iv.n < 2 else iv.high - iv.mean)
 
 
 def accuracy_vs_homophily(table: pd.DataFrame, path: Path) -> Path:
@@ -25,7 +19,7 @@ def accuracy_vs_homophily(table: pd.DataFrame, path: Path) -> Path:
     for variant in [v for v in NODE_VARIANTS if v in set(fp.variant)]:
         rows = fp[fp.variant == variant]
         hs = sorted(rows.homophily.dropna().unique())
-        stats = [_mean_ci(rows[rows.homophily == h].value) for h in hs]
+        stats = [mean_ci(rows[rows.homophily == h].value) for h in hs]
         ax.errorbar(
             hs, [s[0] for s in stats], yerr=[s[1] for s in stats], marker="o", ms=3,
             capsize=2, lw=1.8 if variant == "grokformer" else 1.0, label=variant,
@@ -45,9 +39,7 @@ def filter_errors(table: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     width = 0.8 / max(1, len(variants))
     for i, variant in enumerate(variants):
-        stats = [
-            _mean_ci(fp[(fp.variant == variant) & (fp.response == r)].value) for r in responses
-        ]
+        stats = [mean_ci(fp[(fp.variant == variant) & (fp.response == r)].value) for r in responses]
         xs = np.arange(len(responses)) + (i - (len(variants) - 1) / 2) * width
         ax.bar(xs, [s[0] for s in stats], width, yerr=[s[1] for s in stats], label=variant)
     ax.set_xticks(range(len(responses)), responses)

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reprolab.core.plots import curves_figure, grouped_bars, plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import curves_figure, grouped_bars, mean_ci, plt, save_figure
 from reprolab.methods.lift_gs.config import FINETUNE
 
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
@@ -34,18 +33,13 @@ def _signal_units(trained) -> list:
     return [u for u in units if int(u.param["n_scenes"]) == full]
 
 
-def _err(values) -> tuple[float, float]:
-    iv = t_interval(values)
-    return iv.mean, (0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
-
-
 def miou_by_variant(table: pd.DataFrame, path: Path, scenes: str = "procedural") -> Path:
     rows = _full(table[table.precision == "fp32"], scenes)
     variants = [v for v in SIGNALS if v in set(rows.variant)]
     fig, ax = plt.subplots(figsize=(6, 3.8))
     series = {
         variant: [
-            _err(rows[(rows.variant == variant) & (rows.metric == m)].value) for m, _ in SUBSETS
+            mean_ci(rows[(rows.variant == variant) & (rows.metric == m)].value) for m, _ in SUBSETS
         ]
         for variant in variants
     }
@@ -62,7 +56,7 @@ def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
     for precision, rows in table[table.metric == "miou"].groupby("precision"):
         render = rows[(rows.variant == "render") & (rows.scenes == "procedural")]
         ns = sorted(render.n_scenes.unique())
-        stats = [_err(render[render.n_scenes == n].value) for n in ns]
+        stats = [mean_ci(render[render.n_scenes == n].value) for n in ns]
         style = {"lw": 2} if precision == "fp32" else {"lw": 1, "alpha": 0.6, "ls": "--"}
         ax.errorbar(
             ns,
@@ -99,7 +93,7 @@ def finetune_bars(table: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for j, precision in enumerate(precisions):
         at = rows[rows.precision == precision]
-        stats = [_err(at[at.variant == v].value) for v in variants]
+        stats = [mean_ci(at[at.variant == v].value) for v in variants]
         ax.bar(
             np.arange(len(variants)) + j * width,
             [s[0] for s in stats],

@@ -9,16 +9,10 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import facets, grouped_bars, plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import facets, grouped_bars, mean_ci, plt, save_figure
 
 FUSIONS = ("average", "perm", "rotation")
 PREFIX = "test_acc_alpha_"
-
-
-def _ci(vals: np.ndarray) -> tuple[float, float]:
-    iv = t_interval(vals)
-    return iv.mean, (0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
 
 
 def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
@@ -40,7 +34,7 @@ def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
             if sel.empty:
                 continue
             alphas = sorted(sel.alpha.unique())
-            stats = [_ci(sel[sel.alpha == a].value.to_numpy()) for a in alphas]
+            stats = [mean_ci(sel[sel.alpha == a].value.to_numpy()) for a in alphas]
             means = np.array([s[0] for s in stats])
             errs = np.array([s[1] for s in stats])
             ax.plot(alphas, means, marker="o", label=how)
@@ -64,7 +58,7 @@ def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
         sel = panel.data
         series = {
             precision: [
-                _ci(sel[(sel.variant == v) & (sel.precision == precision)].value.to_numpy())
+                mean_ci(sel[(sel.variant == v) & (sel.precision == precision)].value.to_numpy())
                 if v in set(rows.variant)
                 else (np.nan, 0.0)
                 for v in variants

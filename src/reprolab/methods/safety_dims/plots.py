@@ -11,13 +11,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import facets, grouped_bars, plt, save_figure
-from reprolab.core.stats import t_interval
-
-
-def _ci(vals: np.ndarray) -> tuple[float, float]:
-    iv = t_interval(vals)
-    return iv.mean, (0.0 if not np.isfinite(iv.high) else iv.high - iv.mean)
+from reprolab.core.plots import facets, grouped_bars, mean_ci, plt, save_figure
 
 
 def _per_layer(rows: pd.DataFrame, pattern: str) -> dict[int, np.ndarray]:
@@ -51,7 +45,7 @@ def spectra(table: pd.DataFrame, path: Path) -> Path:
             per = _per_layer(sel, rf"ev_share_(\d+)_l{layer:02d}")
             if not per:
                 continue
-            stats = [_ci(v) for v in per.values()]
+            stats = [mean_ci(v) for v in per.values()]
             k = np.arange(1, len(stats) + 1)
             mean = np.array([s[0] for s in stats])
             err = np.array([s[1] for s in stats])
@@ -78,7 +72,7 @@ def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
             per = _per_layer(sel, pattern)
             if not per:
                 continue
-            stats = [_ci(v) for v in per.values()]
+            stats = [mean_ci(v) for v in per.values()]
             x = np.array(list(per))
             mean = np.array([s[0] for s in stats])
             err = np.array([s[1] for s in stats])
@@ -108,13 +102,13 @@ def effective_rank(table: pd.DataFrame, path: Path) -> Path:
         for tau in taus:
             per = _per_layer(sel, rf"eff_rank_{tau}_l(\d+)")
             x = np.array(list(per))
-            mean = np.array([_ci(v)[0] for v in per.values()])
+            mean = np.array([mean_ci(v)[0] for v in per.values()])
             ax.plot(x, mean, marker=".", label=f"tau = {tau / 100:.1f}")
         ref = control[control.precision == panel.col]
         per = _per_layer(ref, r"eff_rank_90_l(\d+)")
         if per:
             x = np.array(list(per))
-            mean = np.array([_ci(v)[0] for v in per.values()])
+            mean = np.array([mean_ci(v)[0] for v in per.values()])
             ax.plot(x, mean, color="k", ls="--", label="control fine-tune, tau = 0.9")
         ax.axhline(1, color="k", lw=0.8, ls=":")
         ax.set_yscale("log")
@@ -134,7 +128,7 @@ def removal(table: pd.DataFrame, path: Path) -> Path:
     for ax, metric in zip(axes[0], metrics, strict=True):
         series = {
             precision: [
-                _ci(
+                mean_ci(
                     rows[
                         (rows.variant == v)
                         & (rows.precision == precision)

@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import facets, mean_curves, plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.core.plots import facets, mean_ci, mean_curves, plt, save_figure
 from reprolab.methods.w2s_bregman.config import HEADS
 
 
@@ -60,9 +59,9 @@ def gap_by_k(table: pd.DataFrame, path: Path) -> Path:
     for offset, metric in ((-0.1, "gain_minus_misfit"), (0.1, "gain_minus_misfit_rev")):
         means, errs = [], []
         for v in variants:
-            iv = t_interval(fp[(fp.metric == metric) & (fp.variant == v)].value.to_numpy())
-            means.append(iv.mean)
-            errs.append(0.0 if iv.n < 2 else iv.high - iv.mean)
+            mean, err = mean_ci(fp[(fp.metric == metric) & (fp.variant == v)].value)
+            means.append(mean)
+            errs.append(err)
         xs = [i + offset for i in range(len(variants))]
         ax.errorbar(xs, means, yerr=errs, fmt="o", capsize=3, label=metric)
     ax.axhline(0.0, color="k", lw=0.8)
