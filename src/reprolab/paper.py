@@ -254,8 +254,9 @@ class PaperRun:
             )
         state = {slug: MethodRounds(**saved["state"][slug]) for slug in self.methods}
         run = {k: saved[k] for k in ("commit", "dirty", "wall")}
-        if "round_started" in saved:  # the cut-short round's compute counts from its start
-            run["round_started"] = saved["round_started"]
+        for key in ("round_started", "measured"):  # the cut-short round's compute
+            if key in saved:
+                run[key] = saved[key]
         run["resumed"] = [
             *saved.get("resumed", []),
             {"date": _now(), "round": saved["round"]},
@@ -316,6 +317,8 @@ class PaperRun:
     def _rounds(
         self, work: Path, params: dict, state: dict[str, MethodRounds], run: dict, first: int
     ) -> dict[str, MethodRounds]:
+        from reprolab.paths import MethodPaths
+
         block = self.seeds is not None
         env = {
             **os.environ,
@@ -335,6 +338,19 @@ class PaperRun:
             proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
             seconds = time.perf_counter() - t0
             run["wall"] += seconds
+            if proc.returncode == 0 and run.get("measured", {}).get("round") != number:
+                # what the round's stages spent, measured once: a resume of a round whose
+                # dvc repro had finished reruns stages that then reuse its units, and
+                # would count almost nothing
+                run["measured"] = {
+                    "round": number,
+                    "minutes": {
+                        slug: _round_minutes(
+                            MethodPaths(work, slug).runtime, run["round_started"]["time"]
+                        )
+                        for slug in state
+                    },
+                }
             # a resume of this round (killed while collecting it) keeps the time spent
             self._save(work, params, state, run, number)
             if proc.returncode != 0:
@@ -348,7 +364,7 @@ class PaperRun:
                 if st.done:
                     continue
                 grew |= self._after_round(
-                    work, params, slug, st, number, seconds, run["round_started"]["time"]
+                    work, params, slug, st, number, seconds, run["measured"]["minutes"][slug]
                 )
             if self.on_round is not None:
                 self.on_round(number, state)
@@ -365,11 +381,11 @@ class PaperRun:
         st: MethodRounds,
         number: int,
         wall: float,
-        started: float,
+        minutes: float,
     ) -> bool:
-        """Record round ``number`` of ``slug`` (begun at ``started``, wall clock, by its
-        first attempt) and add the next round's seeds to ``params``; False when the
-        method is done."""
+        """Record round ``number`` of ``slug`` (``minutes`` of compute, measured when its
+        dvc repro first finished) and add the next round's seeds to ``params``; False
+        when the method is done."""
         from reprolab import config
         from reprolab.core import io
         from reprolab.paths import MethodPaths
@@ -379,7 +395,6 @@ class PaperRun:
         project = config.validate(params)
         cfg = project.method(slug)
         spec = registry.get(slug)
-        minutes = _round_minutes(paths.runtime, started)
         st.minutes += minutes
         heads = evidence.headline(claims)
         for cid, result in heads.items():

@@ -155,15 +155,27 @@ def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(
     probe = cut / METHOD / "probes" / "regime.md"
     probe.parent.mkdir(parents=True)
     probe.write_text("# Probe `regime`\n")
+    with pytest.raises(PaperError, match="raises none"):  # nothing to amend yet
+        PaperRun(root, [METHOD], out=cut, resume=work, amend="more", log=lambda m: None).run()
+    # the budget raised meanwhile (an amendment) is taken over; the resumed round's
+    # stages then rerun on reused units, and its compute is still what it measured
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["methods"][METHOD]["paper"]["evidence"] = {"budget_minutes": 21}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     lines: list[str] = []
-    PaperRun(root, [METHOD], out=cut, resume=work, log=lines.append).run()
+    PaperRun(root, [METHOD], out=cut, resume=work, amend="budget", log=lines.append).run()
     assert any("resuming round 1" in line for line in lines)
+    assert any("evidence budget 20 -> 21 min" in line for line in lines), lines
     assert probe.read_text() == "# Probe `regime`\n" and (cut / METHOD / "run.json").is_file()
     a = json.loads((whole / METHOD / "run.json").read_text())
     b = json.loads((cut / METHOD / "run.json").read_text())
     assert [r["seeds"] for r in b["rounds"]] == [r["seeds"] for r in a["rounds"]]
     assert [r["verdicts"] for r in b["rounds"]] == [r["verdicts"] for r in a["rounds"]]
+    assert b["params"]["methods"][METHOD]["paper"]["evidence"].pop("budget_minutes") == 21
     assert b["params"] == a["params"] and b["commit"] == a["commit"]
+    measured = saved["measured"]
+    assert measured["round"] == 1 and measured["minutes"][METHOD] > 0
+    assert b["rounds"][0]["compute_minutes"] == round(measured["minutes"][METHOD], 2)
     assert [r["round"] for r in b["resumed"]] == [1] and "resumed" not in a
     # the killed attempt's dvc repro time is kept (the resumed round found it all done)
     assert b["dvc_repro_seconds_all_methods"] >= saved["wall"] > 0
