@@ -171,7 +171,7 @@ def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(
     b = json.loads((cut / METHOD / "run.json").read_text())
     assert [r["seeds"] for r in b["rounds"]] == [r["seeds"] for r in a["rounds"]]
     assert [r["verdicts"] for r in b["rounds"]] == [r["verdicts"] for r in a["rounds"]]
-    assert b["params"]["methods"][METHOD]["paper"]["evidence"].pop("budget_minutes") == 21
+    assert b["params"]["paper"]["evidence"].pop("budget_minutes") == 21
     assert b["params"] == a["params"] and b["commit"] == a["commit"]
     measured = saved["measured"]
     assert measured["round"] == 1 and measured["minutes"][METHOD] > 0
