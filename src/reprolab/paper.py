@@ -527,7 +527,7 @@ class PaperRun:
                 shutil.rmtree(dest)
             tmp.rename(dest)
             self.log(f"{slug}: results in {dest}")
-        if not block and not self.replay:
+        if not self.replay:  # a held-out block changes the scoreboard's held-out column
             from reprolab import scoreboard
 
             scoreboard.write(self.root, self.out)
