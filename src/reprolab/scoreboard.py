@@ -29,7 +29,9 @@ round a decided claim was decided in); an undecided claim says why and what it w
 need. *Changed after results*: whether the ledger records an amendment of the claim (its
 definition or its method's paper-profile config) after the results on file, and how many
 amendments it has had in all. *Held-out* compares
-the verdict of a block of seeds the pooled run did not use (`<method>/seeds-*/`).
+the verdict of a block of seeds the pooled run did not use (`<method>/seeds-*/`); a
+block is flagged where it decides the other way, or where its interval does not overlap
+the pooled one (the estimate moved with the seeds).
 """
 
 COUNTED = ("reproduced", "not_reproduced", "inconclusive", "out_of_reach")
@@ -108,12 +110,15 @@ def _held_out(
     verdict: str,
     amended: list[dict] = (),
     pooled_date: str = "",
+    pooled_ci: tuple[float | None, float | None] = (None, None),
 ) -> str:
     """The central claim's verdict on each block of seeds the pooled run did not use
     (``<slug>/seeds-*/``), flagged where it decides the opposite way. A block run before
     an amendment of the claim (``amended``: its ledger entries) tested the earlier
     setting when the amendment came before the pooled run (``pooled_date``): it is
-    labelled so and never flagged."""
+    labelled so and never flagged. A block whose interval does not overlap the pooled
+    run's (``pooled_ci``) is flagged too, whatever the verdicts: the estimate moved with
+    the seeds."""
     notes = []
     for block in sorted((results / slug).glob("seeds-*")):
         if not (block / "claims.json").is_file() or not (block / "run.json").is_file():
@@ -122,17 +127,27 @@ def _held_out(
         seeds = info.get("seeds", [])
         if set(seeds) & set(pooled_seeds):
             continue  # the block's seeds are in the pool now: not held out
-        theirs = next(
+        head = next(
             (
-                c["verdict"]
+                c
                 for c in json.loads((block / "claims.json").read_text())
                 if c["id"] == claim and _headline(c)
             ),
-            "absent",
+            None,
         )
+        theirs = head["verdict"] if head else "absent"
         earlier = any(info.get("date", "") < a["date"] <= pooled_date for a in amended)
         opposite = {theirs, verdict} == {"reproduced", "not_reproduced"}
-        flag = " **disagrees**" if opposite and not earlier else ""
+        m = (head or {}).get("measured", {})
+        ends = [pooled_ci[0], pooled_ci[1], m.get("ci_low"), m.get("ci_high")]
+        disjoint = all(isinstance(x, int | float) and math.isfinite(x) for x in ends) and (
+            ends[3] < ends[0] or ends[2] > ends[1]
+        )
+        flag = ""
+        if opposite and not earlier:
+            flag = " **disagrees**"
+        elif disjoint and not earlier:
+            flag = f" **{_interval(m)}: disjoint from the pooled interval**"
         label = f"seeds {seeds[0]}-{seeds[-1]}" + (" (earlier setting)" if earlier else "")
         notes.append(f"{label}: {theirs.replace('_', ' ')}{flag}")
     return "; ".join(notes) or "none"
@@ -205,7 +220,14 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 "rounds": rounds,
                 "changed": changed,
                 "held_out": _held_out(
-                    results, slug, seeds, central.id, head["verdict"], amended, run.get("date", "")
+                    results,
+                    slug,
+                    seeds,
+                    central.id,
+                    head["verdict"],
+                    amended,
+                    run.get("date", ""),
+                    (m.get("ci_low"), m.get("ci_high")),
                 ),
                 "date": run.get("date", "")[:10],
             }

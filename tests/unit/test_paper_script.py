@@ -241,3 +241,33 @@ def test_a_resumed_run_takes_an_amended_budget_and_nothing_else(tmp_path):
     assert out["methods"]["dp_noise"]["paper"]["evidence"]["added"] == added
     assert out["methods"]["ensloss"] == saved["methods"]["ensloss"]
     assert budget(saved, "dp_noise") == before["dp_noise"]  # the copy's params untouched
+
+
+def test_a_held_out_interval_disjoint_from_the_pooled_one_is_flagged(tmp_path):
+    """An inconclusive block whose interval misses the pooled interval is flagged (the
+    estimate moved with the seeds); an overlapping one is not; an earlier setting never."""
+    block = tmp_path / "m" / "seeds-50-51-52"
+    block.mkdir(parents=True)
+    (block / "run.json").write_text(json.dumps({"seeds": [50, 51, 52], "date": "2026-01-05"}))
+
+    def write(low, high):
+        measured = {"value": (low + high) / 2, "ci_low": low, "ci_high": high}
+        claim = {"id": "c1", "precision": "fp32", "verdict": "inconclusive", "headline": True}
+        (block / "claims.json").write_text(json.dumps([{**claim, "measured": measured}]))
+
+    pooled = (0.023, 0.068)
+    write(-0.035, 0.014)
+    flagged = scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", "reproduced", pooled_ci=pooled)
+    assert flagged == (
+        "seeds 50-52: inconclusive **-0.0105 [-0.035, +0.014]: disjoint from the pooled interval**"
+    )
+    write(-0.010, 0.030)  # overlaps [0.023, 0.068]
+    assert scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", "reproduced", pooled_ci=pooled) == (
+        "seeds 50-52: inconclusive"
+    )
+    write(-0.035, 0.014)
+    amend = [{"date": "2026-01-06"}]
+    earlier = scoreboard._held_out(
+        tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-07", pooled
+    )
+    assert earlier == "seeds 50-52 (earlier setting): inconclusive"
