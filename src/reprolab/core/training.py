@@ -401,7 +401,8 @@ class ClassifierModule(HistoryModule):
 
     A method adds only what is its own: the network it passes in, ``augment`` for a
     per-step input transform (which must be a function of (seed, step) to stay
-    resumable), and ``loss`` for another training loss. ``state_dict`` keys are those of ``net`` under ``net.``.
+    resumable), and ``loss`` for another training loss. ``state_dict`` keys are those of
+    ``net`` under ``net.`` (and any buffer the method's module adds).
     """
 
     def __init__(self, net: torch.nn.Module, lr: float, epochs: int, temp: float = 1.0) -> None:

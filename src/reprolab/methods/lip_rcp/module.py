@@ -3,7 +3,12 @@ Gaussian-noise-augmented inputs (noise std sigma). The optimiser and accuracy
 bookkeeping are core's ``ClassifierModule``; its loss is cross-entropy on logits / T,
 except for the 1-Lipschitz net with ``loss="hkr"``: deel-torchlip's soft
 hinge-Kantorovich-Rubinstein multiclass loss on the raw logits (the official training
-script's default, ``--loss_fn shkr``). That loss keeps a running mean of |logits|; it is a
+script's default, ``--loss_fn shkr``; Serrurier, Mamalet, Fel et al., "On the
+explainable properties of 1-Lipschitz neural networks: an optimal transport
+perspective", 2024, as the library cites it): per class, alpha x a hinge term
+relu(min_margin / 2 - sign * f) plus (1 - alpha) x the Kantorovich-Rubinstein term
+-sign * f, summed over the classes with weight 1 for the true class and a softmax of
+the other classes' logits for the rest. That loss keeps a running mean of |logits|; it is a
 buffer of this module, so it is saved in the resume checkpoint and a resumed run goes on
 with it exactly."""
 
