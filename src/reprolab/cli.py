@@ -41,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         help="print what results depend on besides code and seeds (CPU, its vector "
         "extensions, the kernels torch dispatches to, threads; REPROLAB_PORTABLE) as JSON",
     )
-    p = sub.add_parser("scoreboard", help="write docs/results/README.md from committed results")
+    p = sub.add_parser(
+        "scoreboard",
+        help="write docs/results/README.md and the method READMEs' verdicts blocks from "
+        "committed results",
+    )
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
     p = sub.add_parser(
         "compare",
@@ -106,15 +110,17 @@ def main(argv: list[str] | None = None) -> int:
             from reprolab import scoreboard
 
             path = root / "docs" / "results" / "README.md"
-            text = scoreboard.render(root)
+            expected = {path: scoreboard.render(root), **scoreboard.readmes(root)}
             if args.check:
-                same = path.is_file() and path.read_text() == text
-                print(
-                    f"{path}: {'up to date' if same else 'OUT OF DATE (python -m reprolab scoreboard)'}"
-                )
-                return 0 if same else 1
+                stale = [p for p, t in expected.items() if not p.is_file() or p.read_text() != t]
+                for p in stale:
+                    print(f"{p}: OUT OF DATE (python -m reprolab scoreboard)")
+                print(f"{len(expected) - len(stale)} of {len(expected)} files up to date")
+                return 1 if stale else 0
             scoreboard.write(root)
             print(f"wrote {path}")
+            for p in scoreboard.write_readmes(root):
+                print(f"wrote the verdicts block of {p}")
             return 0
         if args.command == "check":
             project = config.load(root / "params.yaml")

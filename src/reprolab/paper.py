@@ -27,7 +27,8 @@ What a run does:
    CPU model and vector extensions, the rounds, the seeds, and the method's params.yaml
    section as run: with it a plain ``dvc repro`` reproduces the last round). Nothing is
    written there unless the run succeeded; a method's results are replaced as a whole.
-   Then the scoreboard ``docs/results/README.md`` is regenerated.
+   Then the scoreboard ``docs/results/README.md`` and the method READMEs' verdicts blocks
+   are regenerated (the blocks only when the results go to ``docs/results``).
 
 A killed run loses nothing that was finished: before each round the copy records the
 run's state (``.paper/state.json``: the commit, the rounds so far, the next round's
@@ -531,6 +532,9 @@ class PaperRun:
             from reprolab import scoreboard
 
             scoreboard.write(self.root, self.out)
+            if self.out.resolve() == (self.root / "docs" / "results").resolve():
+                for path in scoreboard.write_readmes(self.root, self.out):
+                    self.log(f"verdicts block updated: {path} (then dvc repro: validate reads it)")
 
     def _annotate(
         self, work: Path, params: dict, slug: str, st: MethodRounds, claims: list[dict]
