@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from reprolab import ledger, registry
+from reprolab.contract import is_runtime_metric
 from reprolab.core import claims as core_claims
 
 HEADER = """# Results: one row per paper
@@ -282,6 +283,8 @@ def write(root: Path, results: Path | None = None) -> Path:
 
 # ------------------------------------------------------------ method README blocks
 BEGIN = "<!-- verdicts:begin -->"
+#: a results folder's claims on wall time (``make paper`` stores them beside claims.json)
+TIMED_CLAIMS = "timed_claims.json"
 END = "<!-- verdicts:end -->"
 
 
@@ -316,6 +319,12 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
         lines += ["*No paper-profile results on file (`make paper METHODS=" + slug + "`).*", END]
         return "\n".join(lines)
     claims = json.loads(path.read_text())
+    timed = folder / TIMED_CLAIMS
+    timed_ids = set()
+    if timed.is_file():
+        extra = json.loads(timed.read_text())
+        timed_ids = {c["id"] for c in extra}
+        claims = claims + extra
     run = json.loads((folder / "run.json").read_text()) if (folder / "run.json").is_file() else {}
     report = Path(os.path.relpath(folder / "claims.md", readme.parent)).as_posix()
     compute = run.get("compute_minutes")
@@ -356,6 +365,7 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
     for c in claims:
         m = c.get("measured") or {}
         name = f"`{c['id']}`" + (" (central)" if c.get("central") else "")
+        name += " (wall clock)" if c["id"] in timed_ids else ""
         verdict = c["verdict"].replace("_", " ")
         if c["verdict"] in ("reproduced", "not_reproduced"):
             verdict = f"**{verdict}**"
@@ -368,6 +378,19 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
             f"| {name} | {c['precision']} | {verdict} | {_interval(m)} | {m.get('n', '')} | "
             f"{_seeds(m.get('seeds') or [])} | {_bound(m, check)} | {paper} | {_decided(c)} |"
         )
+    have = {r["id"] for r in claims}
+    missing = [c for c in spec.claims if c.id not in have]
+    timed_missing = [f"`{c.id}`" for c in missing if is_runtime_metric(c.metric)]
+    added = [f"`{c.id}`" for c in missing if not is_runtime_metric(c.metric)]
+    if timed_missing:
+        lines += [
+            "",
+            f"On wall time, not in these files: {', '.join(timed_missing)} (evaluate keeps "
+            "such claims out of claims.json, as they differ on every run, and this run "
+            f"predates storing them beside it as {TIMED_CLAIMS}); the report shows them.",
+        ]
+    if added:
+        lines += ["", f"Not in this run (added after it): {', '.join(added)}."]
     lines.append(END)
     return "\n".join(lines)
 

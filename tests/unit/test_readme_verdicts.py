@@ -154,3 +154,38 @@ def test_the_readmes_written_are_those_of_the_project_given(tmp_path):
     assert scoreboard.write_readmes(tmp_path, results) == []  # nothing changed: not rewritten
     after = {p: p.read_text() for p in (ROOT / "src" / "reprolab" / "methods").glob("*/README.md")}
     assert after == before
+
+
+def test_claims_on_wall_time_come_from_their_own_file(tmp_path):
+    """lip_rcp's ``faster`` is checked on wall time, which evaluate keeps out of
+    claims.json: the block reads it from timed_claims.json, and says so where a run
+    predates that file. A claim in neither file is named as added after the run."""
+    folder = tmp_path / "results" / "lip_rcp"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"date": "2026-01-01", "seeds": [0, 1, 2]}))
+    m = {"value": 0.1, "ci_low": 0.05, "ci_high": 0.15, "n": 6, "seeds": [0, 1, 2]}
+    row = {"precision": "fp32", "headline": True, "paper_value": "p", "measured": m}
+    ids = [c.id for c in registry.get("lip_rcp").claims]
+    assert "faster" in ids and ids[0] != "faster"
+    (folder / "claims.json").write_text(
+        json.dumps([{**row, "id": i, "verdict": "reproduced"} for i in ids if i != "faster"])
+    )
+    readme = tmp_path / "README.md"
+    before = scoreboard.method_block(tmp_path, "lip_rcp", readme, tmp_path / "results")
+    assert "On wall time, not in these files: `faster`" in before
+    assert "added after it" not in before
+    (folder / scoreboard.TIMED_CLAIMS).write_text(
+        json.dumps([{**row, "id": "faster", "verdict": "not_reproduced"}])
+    )
+    (folder / "claims.json").write_text(
+        json.dumps([{**row, "id": ids[0], "verdict": "reproduced"}])
+    )
+    after = scoreboard.method_block(tmp_path, "lip_rcp", readme, tmp_path / "results")
+    assert _row(after, "faster", "fp32")[:3] == [
+        "`faster` (wall clock)",
+        "fp32",
+        "**not reproduced**",
+    ]
+    assert "On wall time" not in after
+    rest = ", ".join(f"`{i}`" for i in ids[1:] if i != "faster")
+    assert f"Not in this run (added after it): {rest}." in after
