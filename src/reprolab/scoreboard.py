@@ -189,8 +189,9 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
             need = ev.get("needs_seeds")
             mins = ev.get("needs_minutes")
             rounds = f"undecided after {ev.get('rounds', 1)} round(s): {ev.get('why') or m.get('rule', '')}"
-            if core_claims.rules_out_effect(m, head.get("effect")):
-                rounds += "; " + core_claims.equivalence_text(head["effect"])
+            reading = core_claims.undecided_reading(m, head.get("effect"))
+            if reading:
+                rounds += "; " + reading
             elif need:
                 rounds += f"; needs ~{need} seeds" + (
                     f" (~{mins:.0f} more min here)" if isinstance(mins, int | float) else ""
@@ -306,7 +307,9 @@ def _decided(c: dict) -> str:
         return f"round {ev['decided_round']} of {ev.get('rounds', '?')}"
     if c["verdict"] == "out_of_reach":
         return "out of reach here"
-    return f"undecided after {ev.get('rounds', 1)}" + (f": {ev['why']}" if ev.get("why") else "")
+    text = f"undecided after {ev.get('rounds', 1)}" + (f": {ev['why']}" if ev.get("why") else "")
+    reading = core_claims.undecided_reading(c.get("measured") or {}, c.get("effect"))
+    return text + (f"; {reading}" if reading else "")
 
 
 def method_block(root: Path, slug: str, readme: Path, results: Path | None = None) -> str:

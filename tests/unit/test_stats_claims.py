@@ -404,6 +404,36 @@ def test_rules_out_effect_by_hand(lo, hi, bound, effect, expected):
     assert "0.0095" in equivalence_text(0.0095)
 
 
+@pytest.mark.parametrize(
+    ("lo", "hi", "bound", "claimed", "effect", "expected"),
+    [
+        # bdia's accuracy: a gain of 0.0095 or more is excluded, a loss is not
+        (-0.0108, 0.0033, 0.0, ">", 0.0095, "claimed"),
+        (-0.0090, 0.0033, 0.0, ">", 0.0095, "both"),  # both ways: the two-sided reading
+        (-0.0108, 0.0100, 0.0, ">", 0.0095, ""),  # 0.0100 > 0.0095: a gain that size fits
+        (-0.05, 0.2, 0.0, "<", 0.1, "claimed"),  # claimed below: -0.05 > -0.1 excludes it
+        (-0.05, 0.2, 0.0, "<", 0.04, ""),  # ...but not an effect of 0.04 (-0.05 < -0.04)
+        (-0.2, 0.3, 0.1, ">", 0.25, "claimed"),  # a non-zero bound: 0.3 < 0.1 + 0.25
+        (-0.0108, 0.0033, 0.0, "", 0.0095, ""),  # no claimed side (a test over tasks)
+        (-0.0108, 0.0033, 0.0, ">", 0.0, ""),  # no effect that matters
+        (-0.0108, math.nan, 0.0, ">", 0.0095, ""),  # no interval
+    ],
+)
+def test_undecided_reading_by_hand(lo, hi, bound, claimed, effect, expected):
+    from reprolab.core.claims import undecided_reading
+
+    measured = {"ci_low": lo, "ci_high": hi, "bound": bound, "claimed": claimed}
+    text = undecided_reading(measured, effect)
+    if expected == "both":
+        assert "ruled out either way" in text
+    elif expected == "claimed":
+        end = hi if claimed == ">" else lo
+        assert "on the claimed side is ruled out" in text and f"{end:+.3g}" in text
+        assert f"{effect:g}" in text
+    else:
+        assert text == ""
+
+
 def test_a_metric_never_measured_is_not_tested_and_out_of_reach_stays_so():
     """A profile that leaves a benchmark out (cot_order's HumanEval at n_humaneval 0)
     records NaN for its metrics: its claims say so instead of crashing the stage."""

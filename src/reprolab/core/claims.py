@@ -1102,6 +1102,42 @@ def equivalence_text(effect: float) -> str:
     )
 
 
+def rules_out_claimed_effect(measured: dict[str, Any], effect: float | None) -> bool:
+    """Whether an undecided claim's interval excludes an effect of ``effect`` (the
+    smallest effect that matters) on the claimed side of its bound: the claimed effect
+    is not seen at that size, though the interval still crosses the bound."""
+    lo, hi, bound = (measured.get(k) for k in ("ci_low", "ci_high", "bound"))
+    if not all(_finite(v) for v in (lo, hi, bound)) or not (_finite(effect) and effect > 0):
+        return False
+    claimed = measured.get("claimed")
+    if claimed == ">":
+        return hi < bound + effect
+    if claimed == "<":
+        return lo > bound - effect
+    return False
+
+
+def claimed_effect_text(measured: dict[str, Any], effect: float) -> str:
+    """The reading of an undecided claim for which :func:`rules_out_claimed_effect`
+    holds."""
+    end = measured["ci_high"] if measured["claimed"] == ">" else measured["ci_low"]
+    return (
+        f"an effect of {effect:g} (the smallest that matters) or more on the claimed side "
+        f"is ruled out: the interval ends at {end:+.3g}; more seeds could decide only a "
+        "smaller effect, or the other side"
+    )
+
+
+def undecided_reading(measured: dict[str, Any], effect: float | None) -> str:
+    """What an undecided claim's interval already excludes: an effect of the size that
+    matters either way, or on the claimed side; '' when neither."""
+    if rules_out_effect(measured, effect):
+        return equivalence_text(effect)
+    if rules_out_claimed_effect(measured, effect):
+        return claimed_effect_text(measured, effect)
+    return ""
+
+
 def _needs(measured: dict[str, Any], effect: float, plan: Any, seeds: int) -> dict[str, Any]:
     """For an undecided claim: the seeds at which the plan's last look would decide an
     effect of ``effect`` with 80% power, at the spread observed (per replicate), or why

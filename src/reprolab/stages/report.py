@@ -284,8 +284,9 @@ def _evidence_text(c: dict) -> str:
     if ev.get("why"):
         text += f": {ev['why']}"
     need = ev.get("needs_seeds")
-    if core_claims.rules_out_effect(c.get("measured") or {}, c.get("effect")):
-        text += "; " + core_claims.equivalence_text(c["effect"])
+    reading = core_claims.undecided_reading(c.get("measured") or {}, c.get("effect"))
+    if reading:
+        text += "; " + reading
     elif need and need > len(seeds):
         text += f"; needs ~{need} seeds"
         if isinstance(ev.get("needs_minutes"), int | float):
