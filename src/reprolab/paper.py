@@ -496,12 +496,13 @@ class PaperRun:
             (tmp / "plots").mkdir(parents=True)
             for name in ("claims.json", "metrics.json"):
                 shutil.copy2(paths.eval / name, tmp / name)
-            if (paths.runtime / "claims.json").is_file():
+            timed = paths.runtime / "claims.json"
+            if timed.is_file() and io.read_json(timed):
                 # claims on wall time: evaluate keeps them out of the DVC-tracked
                 # claims.json (they differ on every run); the results keep them beside it
                 from reprolab.scoreboard import TIMED_CLAIMS
 
-                shutil.copy2(paths.runtime / "claims.json", tmp / TIMED_CLAIMS)
+                shutil.copy2(timed, tmp / TIMED_CLAIMS)
             compare.store_metrics(paths.eval / "metrics.csv", tmp)
             for png in sorted((paths.eval / "plots").glob("*.png")):
                 shutil.copy2(png, tmp / "plots" / png.name)

@@ -77,6 +77,8 @@ def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project, flo
     out = root / "docs" / "results" / METHOD
     info = json.loads((out / "run.json").read_text())
     claims = json.loads((out / "claims.json").read_text())
+    # no claim of w2s_bregman is on wall time: no timed_claims.json beside claims.json
+    assert not (out / "timed_claims.json").exists()
     heads = {c["id"]: c for c in claims if c["headline"]}
     # the ledger registered every claim before the first round
     events = [e["event"] for e in ledger.read(root, METHOD)]
