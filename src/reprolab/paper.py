@@ -105,6 +105,47 @@ class MethodRounds:
     done: bool = False
 
 
+def driver_modules() -> list[str]:
+    """The reprolab modules this driver can import, found by walking the imports (at
+    module level and inside functions) from this module."""
+    import ast
+    import importlib.util
+
+    def spec_of(name: str):
+        try:
+            return importlib.util.find_spec(name)
+        except (ImportError, AttributeError, ValueError):  # a name, not a module
+            return None
+
+    seen: dict[str, None] = {}
+    todo = [__name__]
+    while todo:
+        name = todo.pop()
+        spec = None if name in seen else spec_of(name)
+        if spec is None or not str(spec.origin).endswith(".py"):
+            continue
+        seen[name] = None
+        for node in ast.walk(ast.parse(Path(spec.origin).read_text())):
+            if isinstance(node, ast.Import):
+                todo += [a.name for a in node.names if a.name.split(".")[0] == "reprolab"]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reprolab"):
+                todo += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return sorted(seen)
+
+
+def preload() -> None:
+    """Import every module the driver can use, and every method's spec, before a run:
+    its rounds run the copy's own code, but the driver runs from the working tree, and a
+    module it imported only when it collects the results would otherwise be read from a
+    tree edited meanwhile, beside modules of the older version already loaded."""
+    import importlib
+
+    for name in driver_modules():
+        importlib.import_module(name)
+    for slug in registry.slugs():
+        registry.get(slug)
+
+
 @dataclass
 class PaperRun:
     root: Path
@@ -207,6 +248,7 @@ class PaperRun:
 
     # ------------------------------------------------------------------ rounds
     def run(self) -> dict[str, MethodRounds]:
+        preload()
         if self.resume is not None:
             return self._resume()
         block = self.seeds is not None
@@ -237,14 +279,25 @@ class PaperRun:
             raise PaperError(
                 f"--resume: {work} ran {', '.join(saved['methods'])}, not {', '.join(self.methods)}"
             )
-        if saved.get("kind", "sequential") != "sequential":
-            raise PaperError(f"--resume: {work} holds a {saved['kind']}; run it again instead")
+        kind = saved.get("kind", "sequential")
+        if kind == "held-out block":  # goes on with the block's own seeds (a copy from
+            # before they were saved beside the kind ran them as its paper profile's)
+            seeds = saved.get("seeds") or saved["params"]["seeds"]["paper"]
+            self.seeds = [int(s) for s in seeds]
+        elif kind == "replay":
+            self.replay = True
+        if kind != "sequential" and self.amend:
+            raise PaperError(f"--resume: {work} holds a {kind}: it has no budget to amend")
         changed = _git(work, "status", "--porcelain", "--", "src", "dvc.yaml", "flows", "tasks")
         if changed:
             raise PaperError(f"--resume: the code in {work} changed since it ran:\n{changed}")
         # a budget amended since (recorded in the ledger, AMEND="why") applies: it limits
         # the compute, not the plan's looks, so a run its budget stopped can go on
-        params, raised = self._amended_budgets(saved["params"])
+        params, raised = (
+            self._amended_budgets(saved["params"])
+            if kind == "sequential"
+            else (saved["params"], [])
+        )
         if raised:
             self.record_ledger(self.check_ledger())
         elif self.amend:
@@ -305,6 +358,7 @@ class PaperRun:
                 {
                     "methods": self.methods,
                     "kind": kind or "sequential",
+                    "seeds": self.seeds,
                     "round": number,
                     "params": params,
                     "state": {slug: asdict(st) for slug, st in state.items()},
@@ -493,36 +547,40 @@ class PaperRun:
             }
             tmp = dest.with_name(dest.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
-            (tmp / "plots").mkdir(parents=True)
-            for name in ("claims.json", "metrics.json"):
-                shutil.copy2(paths.eval / name, tmp / name)
-            timed = paths.runtime / "claims.json"
-            if timed.is_file() and io.read_json(timed):
-                # claims on wall time: evaluate keeps them out of the DVC-tracked
-                # claims.json (they differ on every run); the results keep them beside it
-                from reprolab.scoreboard import TIMED_CLAIMS
+            try:  # a crash while the folder is filled leaves nothing half-written
+                (tmp / "plots").mkdir(parents=True)
+                for name in ("claims.json", "metrics.json"):
+                    shutil.copy2(paths.eval / name, tmp / name)
+                timed = paths.runtime / "claims.json"
+                if timed.is_file() and io.read_json(timed):
+                    # claims on wall time: evaluate keeps them out of the DVC-tracked
+                    # claims.json (they differ on every run); the results keep them beside it
+                    from reprolab.scoreboard import TIMED_CLAIMS
 
-                shutil.copy2(timed, tmp / TIMED_CLAIMS)
-            compare.store_metrics(paths.eval / "metrics.csv", tmp)
-            for png in sorted((paths.eval / "plots").glob("*.png")):
-                shutil.copy2(png, tmp / "plots" / png.name)
-            report.write_views(work, [slug], tmp)
-            (tmp / "run.json").write_text(json.dumps(info, indent=2) + "\n")
-            if block and (self.out / slug / "claims.json").is_file():
-                text, summary = compare_blocks(self.out / slug, tmp)
-                (tmp / "stability.md").write_text(text)
-                (tmp / "stability.json").write_text(json.dumps(summary, indent=2) + "\n")
-                self.log(
-                    f"{slug}: held-out block: {summary['disagree']} decisive verdict(s) "
-                    f"disagree with the pooled run's (stability.md)"
-                )
-            if self.replay:
-                same = compare_replay(self.out / slug, tmp)
-                (tmp / "replay.json").write_text(json.dumps(same, indent=2) + "\n")
-                self.log(
-                    f"{slug}: replay: {same['verdicts_differ']} verdict(s) differ from the "
-                    f"recorded run, largest value difference {same['max_value_difference']:.3g}"
-                )
+                    shutil.copy2(timed, tmp / TIMED_CLAIMS)
+                compare.store_metrics(paths.eval / "metrics.csv", tmp)
+                for png in sorted((paths.eval / "plots").glob("*.png")):
+                    shutil.copy2(png, tmp / "plots" / png.name)
+                report.write_views(work, [slug], tmp)
+                (tmp / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+                if block and (self.out / slug / "claims.json").is_file():
+                    text, summary = compare_blocks(self.out / slug, tmp)
+                    (tmp / "stability.md").write_text(text)
+                    (tmp / "stability.json").write_text(json.dumps(summary, indent=2) + "\n")
+                    self.log(
+                        f"{slug}: held-out block: {summary['disagree']} decisive verdict(s) "
+                        f"disagree with the pooled run's (stability.md)"
+                    )
+                if self.replay:
+                    same = compare_replay(self.out / slug, tmp)
+                    (tmp / "replay.json").write_text(json.dumps(same, indent=2) + "\n")
+                    self.log(
+                        f"{slug}: replay: {same['verdicts_differ']} verdict(s) differ from the "
+                        f"recorded run, largest value difference {same['max_value_difference']:.3g}"
+                    )
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             if dest.exists():
                 if not block and not self.replay:
                     # held-out blocks stay (the scoreboard ignores one whose seeds the new

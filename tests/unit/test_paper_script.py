@@ -5,7 +5,10 @@ scoreboard and the CPU record."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -271,3 +274,46 @@ def test_a_held_out_interval_disjoint_from_the_pooled_one_is_flagged(tmp_path):
         tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-07", pooled
     )
     assert earlier == "seeds 50-52 (earlier setting): inconclusive"
+
+
+def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
+    """The rounds run the copy's code, the driver the working tree's: every module the
+    driver imports inside a function (read off the sources by a regex, independently of
+    the import walk) is loaded before the run, so an edit of the tree during a run cannot
+    mix versions (a real failure: report.py edited mid-run called a function the loaded
+    core.claims did not have)."""
+    import re
+
+    from reprolab.paper import driver_modules
+
+    late = set()
+    for rel in ("paper.py", "scoreboard.py", "stages/report.py", "ledger.py", "evidence.py"):
+        text = (ROOT / "src" / "reprolab" / rel).read_text()
+        for module, names in re.findall(r"\n +from (reprolab[\w.]*) import ([\w, ]+)", text):
+            late.add(module)
+            for name in names.split(","):  # `from reprolab.core import io`: a module
+                candidate = f"{module}.{name.strip()}"
+                if (ROOT / "src" / Path(*candidate.split("."))).with_suffix(".py").is_file():
+                    late.add(candidate)
+    assert {"reprolab.stages.report", "reprolab.core.plots", "reprolab.scoreboard"} <= late
+    assert late <= set(driver_modules())
+    # in a process: preload, then break report.py on disk; the driver's late import
+    # still gets the module as loaded
+    src = tmp_path / "src"
+    shutil.copytree(
+        ROOT / "src" / "reprolab", src / "reprolab", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    script = (
+        "from reprolab import paper; paper.preload(); import pathlib, sys; "
+        "pathlib.Path(sys.argv[1]).write_text('raise RuntimeError(\"edited\")'); "
+        "from reprolab.stages import report; print(report.write_views.__name__)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(src / "reprolab" / "stages" / "report.py")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(src)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "write_views"
