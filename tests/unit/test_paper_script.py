@@ -317,3 +317,27 @@ def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "write_views"
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_held_out_block_resumes_with_its_own_seeds(tmp_path, recorded):
+    """--resume on a held-out block's copy goes on with the block's seeds (from the state,
+    or, in a copy saved before they were recorded, from its params' paper seeds); it has
+    no budget to amend."""
+    work = tmp_path / "copy"
+    (work / ".paper").mkdir(parents=True)
+    params = {"seeds": {"smoke": [0, 1], "paper": [50, 51]}, "methods": {}}
+    state = {"methods": ["ensloss"], "kind": "held-out block", "round": 1, "params": params}
+    if recorded:
+        state["seeds"] = [50, 51]
+    (work / ".paper" / "state.json").write_text(json.dumps(state))
+    run = PaperRun(tmp_path, ["ensloss"], resume=work, amend="why", log=lambda m: None)
+    with pytest.raises(PaperError, match="holds a held-out block: it has no budget to amend"):
+        run.run()
+    assert run.seeds == [50, 51] and not run.replay
+    state.update(kind="replay")
+    (work / ".paper" / "state.json").write_text(json.dumps(state))
+    other = PaperRun(tmp_path, ["ensloss"], resume=work, amend="why", log=lambda m: None)
+    with pytest.raises(PaperError, match="holds a replay"):
+        other.run()
+    assert other.replay and other.seeds is None
