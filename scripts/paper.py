@@ -44,12 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{Path(__file__).stem}: error: {exc}", file=sys.stderr)
         return 2
     from reprolab import registry
+    from reprolab.ops.children import exit_on_signals
     from reprolab.paper import PaperError, PaperRun
 
     try:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     except ValueError:
         parser.error(f"--seeds: expected integers separated by commas, got {args.seeds!r}")
+    run = None
     try:
         run = PaperRun(
             ROOT,
@@ -64,10 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.ledger_only:
             run.record_ledger(run.check_ledger())
         else:
+            exit_on_signals()  # SIGTERM / SIGHUP stop the dvc repro it waits on, as Ctrl-C
             run.run()
     except (PaperError, registry.UnknownMethodError) as exc:
         print(f"paper: error: {exc}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, SystemExit) as exc:
+        code = exc.code if isinstance(exc, SystemExit) else 130
+        if run is not None and run.copy is not None:
+            print(
+                f"paper: stopped; the units finished so far are kept in {run.copy} (go on "
+                f'with: make paper METHODS="{" ".join(args.methods)}" RESUME={run.copy})',
+                file=sys.stderr,
+            )
+        return code if isinstance(code, int) else 1
     return 0
 
 

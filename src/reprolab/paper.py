@@ -64,7 +64,7 @@ import yaml
 
 from reprolab import compare, evidence, ledger, registry
 from reprolab.core.machine import machine
-from reprolab.ops import scratch
+from reprolab.ops import children, scratch
 
 Log = Callable[[str], None]
 
@@ -161,6 +161,8 @@ class PaperRun:
     max_rounds: int = 20
     #: called after each round with (round number, per-method MethodRounds)
     on_round: Callable[[int, dict[str, MethodRounds]], None] | None = None
+    #: the copy the run works in, once it has one (what a resume names)
+    copy: Path | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -259,6 +261,7 @@ class PaperRun:
         work = self.work or Path(tempfile.mkdtemp(prefix="reprolab-paper-"))
         if work.exists() and any(work.iterdir()):
             raise PaperError(f"--work {work} is not empty")
+        self.copy = work
         work.mkdir(parents=True, exist_ok=True)
         commit = _git(self.root, "rev-parse", "HEAD")
         dirty = bool(_git(self.root, "status", "--porcelain", "--", ".", ":!docs/results"))
@@ -270,7 +273,7 @@ class PaperRun:
         return self._rounds(work, params, state, run, first=1)
 
     def _resume(self) -> dict[str, MethodRounds]:
-        work = Path(self.resume)
+        work = self.copy = Path(self.resume)
         path = work / STATE
         if not path.is_file():
             raise PaperError(f"--resume: {path} is missing (not a paper run's copy, or older)")
@@ -390,10 +393,10 @@ class PaperRun:
             )
             self.log(f"round {number}: dvc repro")
             t0 = time.perf_counter()
-            proc = subprocess.run(["dvc", "repro"], cwd=work, env=env)
+            returncode = children.run_group(["dvc", "repro"], cwd=work, env=env)
             seconds = time.perf_counter() - t0
             run["wall"] += seconds
-            if proc.returncode == 0 and run.get("measured", {}).get("round") != number:
+            if returncode == 0 and run.get("measured", {}).get("round") != number:
                 # what the round's stages spent, measured once: a resume of a round whose
                 # dvc repro had finished reruns stages that then reuse its units, and
                 # would count almost nothing
@@ -408,7 +411,7 @@ class PaperRun:
                 }
             # a resume of this round (killed while collecting it) keeps the time spent
             self._save(work, params, state, run, number)
-            if proc.returncode != 0:
+            if returncode != 0:
                 raise PaperError(
                     f"dvc repro failed in round {number} after {seconds:.0f} s; nothing written "
                     f'to {self.out} (go on with: make paper METHODS="{" ".join(self.methods)}" '
