@@ -110,12 +110,16 @@ def main(argv: list[str] | None = None) -> int:
             from reprolab import scoreboard
 
             path = root / "docs" / "results" / "README.md"
-            expected = {path: scoreboard.render(root), **scoreboard.readmes(root)}
+            try:
+                wanted = {path: scoreboard.render(root), **scoreboard.readmes(root)}
+            except ValueError as exc:  # a README's verdicts markers are off
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
             if args.check:
-                stale = [p for p, t in expected.items() if not p.is_file() or p.read_text() != t]
+                stale = [p for p, t in wanted.items() if not p.is_file() or p.read_text() != t]
                 for p in stale:
                     print(f"{p}: OUT OF DATE (python -m reprolab scoreboard)")
-                print(f"{len(expected) - len(stale)} of {len(expected)} files up to date")
+                print(f"{len(wanted) - len(stale)} of {len(wanted)} files up to date")
                 return 1 if stale else 0
             scoreboard.write(root)
             print(f"wrote {path}")

@@ -284,9 +284,9 @@ def write(root: Path, results: Path | None = None) -> Path:
 
 # ------------------------------------------------------------ method README blocks
 BEGIN = "<!-- verdicts:begin -->"
+END = "<!-- verdicts:end -->"
 #: a results folder's claims on wall time (``make paper`` stores them beside claims.json)
 TIMED_CLAIMS = "timed_claims.json"
-END = "<!-- verdicts:end -->"
 
 
 def _seeds(seeds: list[int]) -> str:
@@ -431,8 +431,12 @@ def readmes(root: Path, results: Path | None = None) -> dict[Path, str]:
     out = {}
     for slug in registry.slugs():
         readme = readme_path(root, slug)
-        if readme is not None:
+        if readme is None:
+            continue
+        try:
             out[readme] = with_block(readme.read_text(), method_block(root, slug, readme, results))
+        except ValueError as exc:  # the markers are off: say which file
+            raise ValueError(f"{readme}: {exc}") from None
     return out
 
 

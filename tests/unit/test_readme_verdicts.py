@@ -189,3 +189,30 @@ def test_claims_on_wall_time_come_from_their_own_file(tmp_path):
     assert "On wall time" not in after
     rest = ", ".join(f"`{i}`" for i in ids[1:] if i != "faster")
     assert f"Not in this run (added after it): {rest}." in after
+
+
+def test_misplaced_markers_are_an_error_naming_the_readme(tmp_path):
+    """`python -m reprolab scoreboard` on a README whose markers are off: exit 2, the file
+    named, no traceback, and nothing written."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "src" / "reprolab" / "methods" / "ttba"
+    folder.mkdir(parents=True)
+    text = f"# ttba\n\n## Verdicts\n{scoreboard.END}\nprose\n{scoreboard.BEGIN}\n"
+    (folder / "README.md").write_text(text)
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    for check in ([], ["--check"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "reprolab", "scoreboard", *check],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert str(folder / "README.md") in proc.stderr and "exactly one" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert (folder / "README.md").read_text() == text
+    assert not (tmp_path / "docs" / "results" / "README.md").exists()
