@@ -290,11 +290,7 @@ TIMED_CLAIMS = "timed_claims.json"
 
 
 def _seeds(seeds: list[int]) -> str:
-    if not seeds:
-        return "seed-free"
-    if seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
-    return ", ".join(map(str, seeds))
+    return core_claims.seed_ranges(seeds) if seeds else "seed-free"
 
 
 def _decided(c: dict) -> str:

@@ -54,3 +54,27 @@ def test_a_terminated_driver_stops_the_command_and_its_children(tmp_path):
     while _alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(grandchild), "the command's child outlived the driver"
+
+
+def test_a_group_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path):
+    from reprolab.ops.children import stop_group
+
+    proc = subprocess.Popen(
+        ["bash", "-c", "trap '' TERM; sleep 300 & wait; sleep 300"],
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    stop_group(proc, grace=1.0)
+    assert proc.poll() == -signal.SIGKILL  # the leader ignored SIGTERM
+    assert 1.0 <= time.monotonic() - t0 < 15
+    members = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    assert not [pid for pid in members if _pgid(pid) == proc.pid and _alive(pid)]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None

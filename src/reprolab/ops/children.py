@@ -8,9 +8,11 @@ group of its own and, when the wait is interrupted, stops the whole group.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 
 
@@ -29,20 +31,30 @@ def run_group(cmd: Sequence[str], *, cwd, env=None, grace: float = 30.0) -> int:
 
 
 def stop_group(proc: subprocess.Popen, grace: float = 30.0) -> None:
-    """SIGTERM to ``proc``'s process group, SIGKILL after ``grace`` seconds."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+    """SIGTERM to ``proc``'s process group; SIGKILL to what is left of the group after
+    ``grace`` seconds (the leader reaped, the rest gone, or the time up)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_left(proc.pid):
             return
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        try:  # the leader is gone; give the rest of the group as long to go
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def _group_left(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still there."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def exit_on_signals() -> None:

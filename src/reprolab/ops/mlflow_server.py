@@ -30,6 +30,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprolab.ops.children import stop_group
+
 STARTUP_S = 120
 #: where Debian installs PostgreSQL's server binaries (not on PATH)
 PG_LIB = Path("/usr/lib/postgresql")
@@ -84,12 +86,7 @@ class Servers:
 
     def stop(self) -> None:
         if self.mlflow.poll() is None:
-            os.killpg(self.mlflow.pid, signal.SIGTERM)
-            try:
-                self.mlflow.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.mlflow.pid, signal.SIGKILL)
-                self.mlflow.wait()
+            stop_group(self.mlflow, grace=20)
         stop_postgres(self.pg_data)
 
 

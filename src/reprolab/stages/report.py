@@ -270,7 +270,7 @@ def _evidence_text(c: dict) -> str:
     m = c["measured"]
     seq = m.get("sequential") or {}
     seeds = m.get("seeds") or []
-    used = f"seeds {_seed_ranges(seeds)}" if seeds else ""
+    used = f"seeds {core_claims.seed_ranges(seeds)}" if seeds else ""
     look = f"look {seq['look']} of the plan, {used}" if seq else used
     if not ev:
         return look
@@ -297,21 +297,6 @@ def _evidence_text(c: dict) -> str:
             "undecided is the test over tasks"
         )
     return text
-
-
-def _seed_ranges(seeds: list[int]) -> str:
-    """[0, 1, 2, 5, 6] -> '0-2, 5-6'."""
-    out, run = [], []
-    for s in sorted(seeds):
-        if run and s == run[-1] + 1:
-            run.append(s)
-        else:
-            if run:
-                out.append(run)
-            run = [s]
-    if run:
-        out.append(run)
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in out)
 
 
 def runtime_info(root: Path, slug: str) -> dict:
