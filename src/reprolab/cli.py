@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
             path = root / "docs" / "results" / "README.md"
             try:
-                wanted = {path: scoreboard.render(root), **scoreboard.readmes(root)}
+                wanted = {**scoreboard.pages(root), **scoreboard.readmes(root)}
             except ValueError as exc:  # a README's verdicts markers are off
                 print(f"error: {exc}", file=sys.stderr)
                 return 2

@@ -20,7 +20,7 @@ import math
 import os
 from pathlib import Path
 
-from reprolab import ledger, registry
+from reprolab import byseed, ledger, registry
 from reprolab.contract import is_runtime_metric
 from reprolab.core import claims as core_claims
 
@@ -38,7 +38,9 @@ definition or its method's paper-profile config) after the results on file, and 
 amendments it has had in all. *Held-out* compares
 the verdict of a block of seeds the pooled run did not use (`<method>/seeds-*/`); a
 block is flagged where it decides the other way, or where its interval does not overlap
-the pooled one (the estimate moved with the seeds).
+the pooled one (the estimate moved with the seeds). *By seed* reads a claim that pools
+several pairs per seed again with the seed as the replicate, and flags a verdict that
+does not hold that way ([the seed as the replicate](by-seed.md), every claim).
 """
 
 COUNTED = ("reproduced", "not_reproduced", "inconclusive", "out_of_reach")
@@ -164,6 +166,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
     """One row per registered method with committed results (methods without results
     get a row that says so)."""
     results = results or root / "docs" / "results"
+    found = byseed.readings(root, results)
     out = []
     for slug in registry.slugs():
         spec = registry.get(slug)
@@ -237,6 +240,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                     run.get("date", ""),
                     (m.get("ci_low"), m.get("ci_high")),
                 ),
+                "by_seed": byseed.cell(found, slug, central, head["precision"]),
                 "date": run.get("date", "")[:10],
             }
         )
@@ -253,13 +257,13 @@ def render(root: Path, results: Path | None = None) -> str:
         + f" (of {len(table)}).",
         "",
         "| paper | central claim | verdict | n | ours [interval] | bound | smallest effect "
-        "| paper | seeds, compute | rounds | changed after results | held-out | report |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| paper | seeds, compute | rounds | changed after results | held-out | by seed | report |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         if r["verdict"] in ("no results", "not in the results"):
             lines.append(
-                f"| {r['method']} | `{r['claim']}` | {r['verdict']} | | | | | {r['paper']} | | | | | |"
+                f"| {r['method']} | `{r['claim']}` | {r['verdict']} | | | | | {r['paper']} | | | | | | |"
             )
             continue
         effect = r["effect"]
@@ -268,18 +272,29 @@ def render(root: Path, results: Path | None = None) -> str:
             f"| {r['method']} | `{r['claim']}` | **{r['verdict'].replace('_', ' ')}** | "
             f"{r['n']} | {r['interval']} | {r['bound']} | {effect} | {r['paper']} | "
             f"{r['seeds']}, {r['compute']} | {r['rounds']} | {r['changed']} | "
-            f"{r['held_out']} | [{r['method']}]({r['method']}/claims.md) ({r['date']}) |"
+            f"{r['held_out']} | {r['by_seed']} | [{r['method']}]({r['method']}/claims.md) ({r['date']}) |"
         )
     return "\n".join(lines) + "\n"
 
 
+def pages(root: Path, results: Path | None = None) -> dict[Path, str]:
+    """The generated pages under ``docs/results``: the scoreboard and the by-seed
+    readings (:mod:`reprolab.byseed`)."""
+    results = results or root / "docs" / "results"
+    return {
+        results / "README.md": render(root, results),
+        results / byseed.PAGE: byseed.render(byseed.readings(root, results)),
+    }
+
+
 def write(root: Path, results: Path | None = None) -> Path:
+    """Write :func:`pages`; the scoreboard's path."""
     from reprolab.core import io
 
     results = results or root / "docs" / "results"
-    path = results / "README.md"
-    io.write_text(path, render(root, results))
-    return path
+    for path, text in pages(root, results).items():
+        io.write_text(path, text)
+    return results / "README.md"
 
 
 # ------------------------------------------------------------ method README blocks
@@ -390,6 +405,18 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
         ]
     if added:
         lines += ["", f"Not in this run (added after it): {', '.join(added)}."]
+    differ = [r for r in byseed.readings_of(folder, slug, results) if r.reading != "holds"]
+    if differ:
+        page = Path(os.path.relpath(results / byseed.PAGE, readme.parent)).as_posix()
+        said = "; ".join(
+            f"`{r.claim}` at {r.precision}: {r.reading}, {byseed.interval_text(r.by_seed)} "
+            f"over {r.by_seed.n} seeds ({r.why})"
+            for r in differ
+        )
+        lines += [
+            "",
+            f"With the seed as the replicate ([by seed]({page})): {said}.",
+        ]
     lines.append(END)
     return "\n".join(lines)
 

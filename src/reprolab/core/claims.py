@@ -601,6 +601,28 @@ class PairedDifference:
             seed_free=seed_free,
         )
 
+    def by_seed(
+        self, table: pd.DataFrame, metric: str, level: Level = FIXED
+    ) -> tuple[Interval, Interval] | None:
+        """The same comparison with the seed as the replicate: each seed's pairs (its tasks,
+        settings, pairs of models) averaged into one difference, a t-interval over seeds;
+        returned after the t-interval over the same pairs pooled, as :meth:`evaluate`
+        reads them (as if independent: where a seed's pairs share its randomness, a data
+        split or an initialisation, that interval is narrower than the seeds warrant).
+        None where the two read the same or it does not apply: one pair per seed,
+        seed-free pairs, a deterministic check."""
+        if self.deterministic:
+            return None
+        pivot = paired(table, metric)
+        if self.method not in pivot or self.baseline not in pivot:
+            return None
+        diffs = (pivot[self.method] - pivot[self.baseline]).dropna()
+        diffs = diffs[diffs.index.get_level_values("seed") != NO_SEED]
+        per_seed = diffs.groupby(level="seed").mean()
+        if len(per_seed) < 2 or len(per_seed) == len(diffs):
+            return None
+        return level.t_interval(diffs.to_numpy()), level.t_interval(per_seed.to_numpy())
+
 
 @dataclass(frozen=True)
 class PairedMajority:
@@ -794,6 +816,14 @@ class Where:
             return Verdict.not_tested(f"not tested: no units with {self.label()} in this profile")
         verdict = self.check.evaluate(rows, metric, level)
         return verdict.with_summary(f"[{self.label()}] {verdict.measured['summary']}")
+
+    def by_seed(
+        self, table: pd.DataFrame, metric: str, level: Level = FIXED
+    ) -> tuple[Interval, Interval] | None:
+        """The wrapped check's :meth:`PairedDifference.by_seed` on the selected rows."""
+        inner = getattr(self.check, "by_seed", None)
+        rows = self.select(table)
+        return inner(rows, metric, level) if inner is not None and not rows.empty else None
 
 
 @dataclass(frozen=True)
