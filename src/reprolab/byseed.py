@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab import registry
-from reprolab.core.claims import Level, side
+from reprolab.core.claims import Level, PairedDifference, side
 from reprolab.core.stats import Interval
 
 PAGE = "by-seed.md"
@@ -65,7 +65,9 @@ class Reading:
             return "a seed's pairs vary more than the seeds do"
         n = self.by_seed.n
         why = f"{n} seeds leave {n - 1} degrees of freedom"
-        return why + ("; a seed's pairs move together" if self.design_effect > 1.2 else "")
+        if self.design_effect > 1.2:
+            return why + "; a seed's pairs move together"
+        return why + "; no sign that a seed's pairs move together"
 
 
 def _fmt(x: float) -> str:
@@ -81,6 +83,13 @@ def _level(measured: dict) -> Level:
     or 95% for a fixed-n result."""
     nominal = (measured.get("sequential") or {}).get("nominal_level")
     return Level(confidence=1.0 - float(nominal)) if nominal else Level()
+
+
+def pools_pairs(check) -> bool:
+    """Whether ``check`` is a paired difference pooled over pairs (alone or under a
+    ``Where``), the one kind this reading applies to."""
+    inner = getattr(check, "check", check)
+    return isinstance(inner, PairedDifference) and not inner.deterministic
 
 
 def _bound(measured: dict, check) -> tuple[bool, float]:
@@ -121,13 +130,15 @@ def readings_of(folder: Path, slug: str, results: Path) -> list[Reading]:
     for entry in json.loads(claims_file.read_text()):
         claim = defined.get(entry["id"])
         m = entry.get("measured") or {}
-        by_seed = getattr(getattr(claim, "check", None), "by_seed", None)
-        if claim is None or by_seed is None or "ci_low" not in m:
+        if claim is None or not pools_pairs(claim.check) or "ci_low" not in m:
             continue
         if table is None:
             table = pd.read_csv(table_file)
         rows = table[(table.precision == entry["precision"]) & (table.metric == claim.metric)]
-        both = by_seed(rows, claim.metric, _level(m))
+        if m.get("seeds"):  # the seeds the verdict was read on (later rounds may add more
+            # for other claims that share its variants)
+            rows = rows[rows.seed.isin(m["seeds"]) | rows.seed.isna()]
+        both = claim.check.by_seed(rows, claim.metric, _level(m))
         if both is None:
             continue
         pooled, iv = both
@@ -163,8 +174,8 @@ def readings(root: Path, results: Path | None = None) -> list[Reading]:
 def cell(found: list[Reading], slug: str, claim, precision: str) -> str:
     """The scoreboard's cell for a central claim's (``claim``, a ``core.claims.Claim``)
     headline result."""
-    if getattr(claim.check, "by_seed", None) is None:
-        return "not a pooled comparison"
+    if not pools_pairs(claim.check):
+        return "not a pooled paired difference"
     mine = [
         r for r in found if r.result == slug and r.claim == claim.id and r.precision == precision
     ]
@@ -172,7 +183,7 @@ def cell(found: list[Reading], slug: str, claim, precision: str) -> str:
         return "one pair per seed: the same"
     r = mine[0]
     text = f"{interval_text(r.by_seed)}, {r.by_seed.n} seeds"
-    return f"{r.reading}: {text}" if r.reading == "holds" else f"**{r.reading}**: {text}"
+    return f"{r.reading}: {text}" if r.reading == "holds" else f"**{r.reading}** ({r.why}): {text}"
 
 
 HEADER = """# The seed as the replicate
@@ -183,20 +194,21 @@ every pair were independent. Where a seed gives several pairs (tasks, settings, 
 models), they can share the seed's randomness, and the pooled interval is then narrower
 than the seeds warrant. Here each such result is read again with the seed as the
 replicate: each seed's pairs averaged into one difference, a t-interval over seeds, at the
-level the verdict on file used. *Holds*: that interval lies on the same side of the bound
-as the pooled one. *Does not hold*: the pooled interval decided and the one over seeds
-does not (or decides the other way): the verdict rests on treating a seed's pairs as
-independent. *Decides*: the pooled interval did not decide and the one over seeds does
-(a seed's pairs vary more than the seeds do). No verdict on file changes here; it is the
-one its registered rule gave. Claims with one pair per seed read the same both ways and
-are not listed.
+level the verdict on file used (where seeds have different numbers of pairs, the two
+means differ too). *Holds*: that interval lies on the same side of the bound as the
+pooled one. *Does not hold*: the pooled interval decided and the one over seeds does not
+(or decides the other way). *Decides*: the pooled interval did not decide and the one
+over seeds does. No verdict on file changes here; it is the one its registered rule gave.
+Claims with one pair per seed read the same both ways and are not listed.
 
 *Design effect*: the variance of the mean as the seeds give it over the variance the
-pooled interval assumes. Above 1: a seed's pairs move together, and the pooled interval is
-too narrow. Below 1: a seed's pairs vary more than the seeds do, and the pooled interval
-is wider than it need be. Near or below 1, a verdict that does not hold by seed falls to
-the few degrees of freedom of a few seeds, which weigh most at an early look of the
-sequential plan (its nominal level is small there).
+pooled interval assumes (itself an estimate from few seeds). Above 1: a seed's pairs move
+together, and the pooled interval is too narrow: a verdict that does not hold by seed
+then leans on an assumption the data do not support. Near or below 1: no sign that they
+do (below 1, a seed's pairs vary more than the seeds do), and a verdict that does not
+hold by seed falls to the few degrees of freedom of a few seeds, which weigh most at an
+early look of the sequential plan (its nominal level is small there): the pooled reading's
+assumption is not contradicted, but the verdict rests on it.
 """
 
 
