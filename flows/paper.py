@@ -1,6 +1,7 @@
 """The paper-profile run as a Prefect flow: the same sequential rounds as ``make paper``
 (``reprolab.paper.PaperRun``), with each round's decisions in the flow's log and as a
-markdown artifact (``paper-round-<n>``), and the scoreboard published at the end.
+markdown artifact (``paper-round-<n>``), and the scoreboard (``scoreboard``) and the
+by-seed readings (``by-seed``) published at the end.
 
     python -c "from flows.paper import paper; paper(['hyper_attention'])"
     prefect deployment run paper/on-demand -p methods='["hyper_attention"]'   # when served
@@ -79,11 +80,16 @@ def paper(
         on_round=on_round,
     )
     state = run.run()
-    scoreboard = project / "docs" / "results" / "README.md"
-    if scoreboard.is_file() and seeds is None and not replay:
-        create_markdown_artifact(
-            key="scoreboard", markdown=scoreboard.read_text(), description="central claims"
-        )
+    results = project / "docs" / "results"
+    if (results / "README.md").is_file() and seeds is None and not replay:
+        for key, name, what in (
+            ("scoreboard", "README.md", "central claims"),
+            ("by-seed", "by-seed.md", "paired verdicts read with the seed as the replicate"),
+        ):
+            if (results / name).is_file():
+                create_markdown_artifact(
+                    key=key, markdown=(results / name).read_text(), description=what
+                )
     return {
         slug: {"rounds": len(st.rounds), "stop": st.stop, "minutes": st.minutes}
         for slug, st in state.items()
