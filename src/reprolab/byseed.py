@@ -133,7 +133,10 @@ def readings_of(folder: Path, slug: str, results: Path) -> list[Reading]:
         if claim is None or not pools_pairs(claim.check) or "ci_low" not in m:
             continue
         if table is None:
-            table = pd.read_csv(table_file)
+            try:
+                table = pd.read_csv(table_file)
+            except (OSError, ValueError, EOFError) as exc:  # a truncated .gz: EOFError
+                raise ValueError(f"{table_file}: cannot read the metrics table ({exc})") from exc
         rows = table[(table.precision == entry["precision"]) & (table.metric == claim.metric)]
         if m.get("seeds"):  # the seeds the verdict was read on (later rounds may add more
             # for other claims that share its variants)

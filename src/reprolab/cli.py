@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             path = root / "docs" / "results" / "README.md"
             try:
                 wanted = {**scoreboard.pages(root), **scoreboard.readmes(root)}
-            except ValueError as exc:  # a README's verdicts markers are off
+            except ValueError as exc:  # a README's verdicts markers, an unreadable metrics table
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
             if args.check:

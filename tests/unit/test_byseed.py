@@ -190,3 +190,17 @@ def test_the_pooled_reading_is_the_verdict_on_file():
                 assert math.isclose(pooled.high, m["ci_high"], rel_tol=1e-6, abs_tol=1e-12), where
                 checked += 1
     assert checked == len(byseed.readings(ROOT)) > 100
+
+
+def test_an_unreadable_metrics_table_is_an_error_naming_it(tmp_path):
+    """A truncated metrics.csv.gz: a ValueError naming the file (the CLI prints it and
+    exits 2), not a bare gzip traceback."""
+    import gzip
+
+    results = _results(tmp_path, _table(), 0.01, 0.05)
+    folder = results / "rotation_fusion"
+    packed = gzip.compress((folder / "metrics.csv").read_bytes())
+    (folder / "metrics.csv").unlink()
+    (folder / "metrics.csv.gz").write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(ValueError, match="metrics.csv.gz: cannot read the metrics table"):
+        byseed.readings(tmp_path, results)
