@@ -247,6 +247,21 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
     return out
 
 
+def _by_seed_summary(table: list[dict]) -> str:
+    """One sentence on the central claims read by seed (the *by seed* column)."""
+    read = [r for r in table if str(r.get("by_seed", "")).startswith(("holds", "**"))]
+    if not read:
+        return ""
+    held = [r for r in read if r["by_seed"].startswith("holds")]
+    other = [r["method"] for r in read if not r["by_seed"].startswith("holds")]
+    text = (
+        f" Read with the seed as the replicate, {len(held)} of the {len(read)} that pool pairs hold"
+    )
+    return text + (
+        f"; the reading differs for {', '.join(other)} ([by seed](by-seed.md))." if other else "."
+    )
+
+
 def render(root: Path, results: Path | None = None) -> str:
     table = rows(root, results)
     counts = {v: sum(r["verdict"] == v for r in table) for v in COUNTED}
@@ -254,7 +269,8 @@ def render(root: Path, results: Path | None = None) -> str:
         HEADER,
         "Central claims: "
         + ", ".join(f"{counts[v]} {v.replace('_', ' ')}" for v in COUNTED)
-        + f" (of {len(table)}).",
+        + f" (of {len(table)})."
+        + _by_seed_summary(table),
         "",
         "| paper | central claim | verdict | n | ours [interval] | bound | smallest effect "
         "| paper | seeds, compute | rounds | changed after results | held-out | by seed | report |",

@@ -204,3 +204,16 @@ def test_an_unreadable_metrics_table_is_an_error_naming_it(tmp_path):
     (folder / "metrics.csv.gz").write_bytes(packed[: len(packed) // 2])
     with pytest.raises(ValueError, match="metrics.csv.gz: cannot read the metrics table"):
         byseed.readings(tmp_path, results)
+
+
+def test_the_scoreboard_sentence_counts_the_central_readings():
+    rows = [
+        {"method": "a", "by_seed": "holds: +0.1 [+0.05, +0.15], 5 seeds"},
+        {"method": "b", "by_seed": "**does not hold** (5 seeds leave 4 degrees of freedom)"},
+        {"method": "c", "by_seed": "one pair per seed: the same"},
+        {"method": "d", "by_seed": "not a pooled paired difference"},
+    ]
+    text = scoreboard._by_seed_summary(rows)
+    assert "1 of the 2 that pool pairs hold" in text and "differs for b " in text
+    assert scoreboard._by_seed_summary(rows[2:]) == ""
+    assert scoreboard._by_seed_summary(rows[:1]).endswith("1 of the 1 that pool pairs hold.")
