@@ -28,10 +28,13 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab import registry
-from reprolab.core.claims import Level, PairedDifference, side
+from reprolab.core.claims import Level, PairedDifference, interval_text, measured_text, side
 from reprolab.core.stats import Interval
 
 PAGE = "by-seed.md"
+#: a design effect above this is read as a seed's pairs moving together (the estimate
+#: itself comes from few seeds, so values near 1 are not told apart from 1)
+MOVE_TOGETHER = 1.2
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,8 @@ class Reading:
     by_seed: Interval
     pooled_side: str
     seed_side: str
-    #: the variance of the mean as the seeds give it, over the variance the pooled
-    #: interval assumes (pairs independent)
+    #: Kish's design effect: the variance of the mean as the seeds give it, over the
+    #: variance the pooled interval assumes (pairs independent)
     design_effect: float
 
     @property
@@ -65,17 +68,13 @@ class Reading:
             return "a seed's pairs vary more than the seeds do"
         n = self.by_seed.n
         why = f"{n} seeds leave {n - 1} degrees of freedom"
-        if self.design_effect > 1.2:
+        if self.design_effect > MOVE_TOGETHER:
             return why + "; a seed's pairs move together"
         return why + "; no sign that a seed's pairs move together"
 
 
-def _fmt(x: float) -> str:
-    return f"{x:+.4g}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
-
-
-def interval_text(iv: Interval) -> str:
-    return f"{_fmt(iv.mean)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
+def interval_of(iv: Interval) -> str:
+    return interval_text(iv.mean, iv.low, iv.high)
 
 
 def _level(measured: dict) -> Level:
@@ -154,7 +153,7 @@ def readings_of(folder: Path, slug: str, results: Path) -> list[Reading]:
                 precision=entry["precision"],
                 central=claim.central,
                 verdict=entry["verdict"],
-                pooled=f"{_fmt(m.get('value', math.nan))} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]",
+                pooled=measured_text(m),
                 pairs=int(m.get("n", 0)),
                 by_seed=iv,
                 pooled_side=side(m["ci_low"], m["ci_high"], bound, higher),
@@ -185,7 +184,7 @@ def cell(found: list[Reading], slug: str, claim, precision: str) -> str:
     if not mine:
         return "one pair per seed: the same"
     r = mine[0]
-    text = f"{interval_text(r.by_seed)}, {r.by_seed.n} seeds"
+    text = f"{interval_of(r.by_seed)}, {r.by_seed.n} seeds"
     return f"{r.reading}: {text}" if r.reading == "holds" else f"**{r.reading}** ({r.why}): {text}"
 
 
@@ -204,10 +203,11 @@ pooled one. *Does not hold*: the pooled interval decided and the one over seeds 
 over seeds does. No verdict on file changes here; it is the one its registered rule gave.
 Claims with one pair per seed read the same both ways and are not listed.
 
-*Design effect*: the variance of the mean as the seeds give it over the variance the
-pooled interval assumes (itself an estimate from few seeds). Above 1: a seed's pairs move
-together, and the pooled interval is too narrow: a verdict that does not hold by seed
-then leans on an assumption the data do not support. Near or below 1: no sign that they
+*Design effect* (Kish's): the variance of the mean as the seeds give it over the variance
+the pooled interval assumes (itself an estimate from few seeds; the notes read it as
+"a seed's pairs move together" above 1.2). Above 1: a seed's pairs move together, and
+the pooled interval is too narrow: a verdict that does not hold by seed then leans on an
+assumption the data do not support. Near or below 1: no sign that they
 do (below 1, a seed's pairs vary more than the seeds do), and a verdict that does not
 hold by seed falls to the few degrees of freedom of a few seeds, which weigh most at an
 early look of the sequential plan (its nominal level is small there): the pooled reading's
@@ -235,7 +235,7 @@ def render(found: list[Reading]) -> str:
         claim = f"`{r.claim}`" + (" (central)" if r.central else "")
         return (
             f"| {r.result} | {claim} | {r.precision} | {r.verdict.replace('_', ' ')} | "
-            f"{r.pooled} | {r.pairs} | {interval_text(r.by_seed)} | {r.by_seed.n} | "
+            f"{r.pooled} | {r.pairs} | {interval_of(r.by_seed)} | {r.by_seed.n} | "
             f"{r.design_effect:.2f} | {reading} |"
         )
 

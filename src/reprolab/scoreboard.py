@@ -1,15 +1,18 @@
 """The scoreboard: one row per paper, its central claim's verdict, generated from the
 committed results (``docs/results/<slug>/claims.json`` and ``run.json``) and the ledger.
 
-    python -m reprolab scoreboard            # rewrite docs/results/README.md
-    python -m reprolab scoreboard --check    # exit 1 when it is out of date
+    python -m reprolab scoreboard            # rewrite docs/results/README.md and by-seed.md
+    python -m reprolab scoreboard --check    # exit 1 when one is out of date
 
 It also writes each method README's verdicts block (between ``<!-- verdicts:begin -->``
 and ``<!-- verdicts:end -->``): every claim at every precision as the committed results
 give it, so a README cannot quote a verdict the results no longer hold; the prose around
 the block keeps the history and the reading of the numbers.
 
-``make paper`` rewrites both after every run; a test checks that the committed files
+With them it writes ``docs/results/by-seed.md`` (:mod:`reprolab.byseed`: the paired
+verdicts read with the seed as the replicate), and the scoreboard's *by seed* column.
+
+``make paper`` rewrites all of these after every run; a test checks that the committed files
 are what the committed claims files give.
 """
 
@@ -44,21 +47,6 @@ does not hold that way ([the seed as the replicate](by-seed.md), every claim).
 """
 
 COUNTED = ("reproduced", "not_reproduced", "inconclusive", "out_of_reach")
-
-
-def _fmt(x) -> str:
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x):
-        return "n/a"
-    return f"{x:+.4g}"
-
-
-def _interval(m: dict) -> str:
-    low, high = m.get("ci_low"), m.get("ci_high")
-    if m.get("test") in ("exact", "exhaustive"):
-        return f"{_fmt(m.get('value'))} ({m['test']})"
-    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high)):
-        return f"{_fmt(m.get('value'))} (no interval)"
-    return f"{_fmt(m.get('value'))} [{_fmt(low)}, {_fmt(high)}]"
 
 
 def _claimed(check) -> str:
@@ -156,17 +144,19 @@ def _held_out(
         if opposite and not earlier:
             flag = " **disagrees**"
         elif disjoint and not earlier:
-            flag = f" **{_interval(m)}: disjoint from the pooled interval**"
+            flag = f" **{core_claims.measured_text(m)}: disjoint from the pooled interval**"
         label = f"seeds {seeds[0]}-{seeds[-1]}" + (" (earlier setting)" if earlier else "")
         notes.append(f"{label}: {theirs.replace('_', ' ')}{flag}")
     return "; ".join(notes) or "none"
 
 
-def rows(root: Path, results: Path | None = None) -> list[dict]:
+def rows(
+    root: Path, results: Path | None = None, found: list[byseed.Reading] | None = None
+) -> list[dict]:
     """One row per registered method with committed results (methods without results
-    get a row that says so)."""
+    get a row that says so); ``found``: the by-seed readings, when already read."""
     results = results or root / "docs" / "results"
-    found = byseed.readings(root, results)
+    found = byseed.readings(root, results) if found is None else found
     out = []
     for slug in registry.slugs():
         spec = registry.get(slug)
@@ -221,7 +211,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 **row,
                 "verdict": head["verdict"],
                 "n": m.get("n", ""),
-                "interval": _interval(m),
+                "interval": core_claims.measured_text(m),
                 "bound": _bound(m, central.check),
                 "effect": head.get("effect", central.effect),
                 "seeds": f"{len(seeds)} ({seeds[0]}-{seeds[-1]})" if seeds else "none",
@@ -262,8 +252,10 @@ def _by_seed_summary(table: list[dict]) -> str:
     )
 
 
-def render(root: Path, results: Path | None = None) -> str:
-    table = rows(root, results)
+def render(
+    root: Path, results: Path | None = None, found: list[byseed.Reading] | None = None
+) -> str:
+    table = rows(root, results, found)
     counts = {v: sum(r["verdict"] == v for r in table) for v in COUNTED}
     lines = [
         HEADER,
@@ -297,9 +289,10 @@ def pages(root: Path, results: Path | None = None) -> dict[Path, str]:
     """The generated pages under ``docs/results``: the scoreboard and the by-seed
     readings (:mod:`reprolab.byseed`)."""
     results = results or root / "docs" / "results"
+    found = byseed.readings(root, results)
     return {
-        results / "README.md": render(root, results),
-        results / byseed.PAGE: byseed.render(byseed.readings(root, results)),
+        results / "README.md": render(root, results, found),
+        results / byseed.PAGE: byseed.render(found),
     }
 
 
@@ -405,7 +398,7 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
             name, paper = "", "(as above)"
         previous = c["id"]
         lines.append(
-            f"| {name} | {c['precision']} | {verdict} | {_interval(m)} | {m.get('n', '')} | "
+            f"| {name} | {c['precision']} | {verdict} | {core_claims.measured_text(m)} | {m.get('n', '')} | "
             f"{_seeds(m.get('seeds') or [])} | {_bound(m, check)} | {paper} | {_decided(c)} |"
         )
     have = {r["id"] for r in claims}
@@ -425,7 +418,7 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
     if differ:
         page = Path(os.path.relpath(results / byseed.PAGE, readme.parent)).as_posix()
         said = "; ".join(
-            f"`{r.claim}` at {r.precision}: {r.reading}, {byseed.interval_text(r.by_seed)} "
+            f"`{r.claim}` at {r.precision}: {r.reading}, {byseed.interval_of(r.by_seed)} "
             f"over {r.by_seed.n} seeds ({r.why})"
             for r in differ
         )

@@ -217,3 +217,21 @@ def test_the_scoreboard_sentence_counts_the_central_readings():
     assert "1 of the 2 that pool pairs hold" in text and "differs for b " in text
     assert scoreboard._by_seed_summary(rows[2:]) == ""
     assert scoreboard._by_seed_summary(rows[:1]).endswith("1 of the 1 that pool pairs hold.")
+
+
+def test_the_shared_number_formats():
+    """core.claims.signed / measured_text, used by the scoreboard, README blocks and the
+    by-seed page alike."""
+    from reprolab.core.claims import measured_text, signed
+
+    assert [signed(x) for x in (0.04511, -0.0801, float("inf"), float("-inf"))] == [
+        "+0.04511",
+        "-0.0801",
+        "+inf",
+        "-inf",
+    ]
+    assert signed(float("nan")) == signed(None) == signed(True) == "n/a"
+    m = {"value": 0.045, "ci_low": 0.0227, "ci_high": 0.0675}
+    assert measured_text(m) == "+0.045 [+0.0227, +0.0675]"
+    assert measured_text({**m, "ci_low": float("nan")}) == "+0.045 (no interval)"
+    assert measured_text({"value": 3, "test": "exact"}) == "+3 (exact)"

@@ -1132,6 +1132,31 @@ def equivalence_text(effect: float) -> str:
     )
 
 
+def signed(x: Any) -> str:
+    """A measured number as the reports write it: signed, 4 significant digits."""
+    if not isinstance(x, int | float) or isinstance(x, bool) or math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:+.4g}"
+
+
+def interval_text(value: Any, low: Any, high: Any) -> str:
+    """'+0.045 [+0.023, +0.068]'."""
+    return f"{signed(value)} [{signed(low)}, {signed(high)}]"
+
+
+def measured_text(m: dict[str, Any]) -> str:
+    """A claims.json entry's ``measured`` as one line: the value and its interval, or
+    the kind of test that has none (exact, exhaustive)."""
+    low, high = m.get("ci_low"), m.get("ci_high")
+    if m.get("test") in ("exact", "exhaustive"):
+        return f"{signed(m.get('value'))} ({m['test']})"
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high)):
+        return f"{signed(m.get('value'))} (no interval)"
+    return interval_text(m.get("value"), low, high)
+
+
 def seed_ranges(seeds: list[int]) -> str:
     """[0, 1, 2, 5, 6] -> '0-2, 5-6': seeds as a report writes them."""
     out, run = [], []
