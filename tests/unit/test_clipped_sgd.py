@@ -24,7 +24,7 @@ from reprolab.methods.clipped_sgd.algorithms import (
 )
 from reprolab.methods.clipped_sgd.claims import CLAIMS
 from reprolab.methods.clipped_sgd.config import ClippedSGDConfig, task_name
-from reprolab.methods.clipped_sgd.module import StrategicClassification, clip_rows
+from reprolab.methods.clipped_sgd.module import StrategicClassification, UpdateRule, clip_rows
 
 ZS = (np.random.default_rng(3).random(400) < 0.2).astype(float)
 
@@ -217,22 +217,10 @@ def test_nonbinding_bound_dominates_every_gradient_on_the_ball(population):
 
 
 def _module_args(**overrides):
-    args = dict(
-        beta=0.5,
-        lam=0.1,
-        variant="dicesgd",
-        lr=0.5,
-        lr_t0=10.0,
-        clip=1e300,
-        clip2=1e300,
-        sigma=0.0,
-        radius=1e300,
-        chains=3,
-        batch=4,
-        steps=20,
-        seed=0,
+    rule = UpdateRule(
+        "dicesgd", lr=0.5, lr_t0=10.0, clip=1e300, clip2=1e300, sigma=0.0, radius=1e300, seed=0
     )
-    return args | overrides
+    return dict(beta=0.5, lam=0.1, rule=rule, chains=3, batch=4, steps=20) | overrides
 
 
 def test_torch_dicesgd_with_huge_clips_is_plain_sgd(population):

@@ -121,7 +121,7 @@ def run_quadratic(unit: Unit, cfg: ClippedSGDConfig, data: dict):
 
 
 def strategic_module(unit: Unit, cfg: ClippedSGDConfig, data: dict):
-    from reprolab.methods.clipped_sgd.module import StrategicClassification
+    from reprolab.methods.clipped_sgd.module import StrategicClassification, UpdateRule
 
     beta, sigma = float(unit.param["beta"]), float(unit.param["sigma"])
     c, c2 = _clips(unit, cfg, data)
@@ -132,17 +132,19 @@ def strategic_module(unit: Unit, cfg: ClippedSGDConfig, data: dict):
         np.asarray(data["theta_ps"]),
         beta=beta,
         lam=cfg.strat_lam,
-        variant=unit.variant,
-        lr=cfg.strat_lr,
-        lr_t0=cfg.strat_lr_t0,
-        clip=c,
-        clip2=c2,
-        sigma=sigma,
-        radius=cfg.strat_radius,
+        rule=UpdateRule(
+            variant=unit.variant,
+            lr=cfg.strat_lr,
+            lr_t0=cfg.strat_lr_t0,
+            clip=c,
+            clip2=c2,
+            sigma=sigma,
+            radius=cfg.strat_radius,
+            seed=unit.seed,
+        ),
         chains=cfg.chains,
         batch=cfg.strat_batch,
         steps=cfg.strat_steps,
-        seed=unit.seed,
     )
 
 

@@ -6,6 +6,7 @@ over the minibatch (Zhang et al.'s DiceSGD). The model and its references are in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -21,6 +22,22 @@ def clip_rows(g: torch.Tensor, c: float) -> torch.Tensor:
     return g * scale
 
 
+@dataclasses.dataclass(frozen=True)
+class UpdateRule:
+    """The parameters of one PCSGD / DiceSGD update (the optimizer's param-group defaults):
+    step size ``lr * lr_t0 / (lr_t0 + t)``, clip thresholds c (``clip``) and DiceSGD's C2
+    (``clip2``), noise std ``sigma``, projection ``radius``, and the noise ``seed``."""
+
+    variant: str
+    lr: float
+    lr_t0: float
+    clip: float
+    clip2: float
+    sigma: float
+    radius: float
+    seed: int
+
+
 class ClippedPerformativeSGD(torch.optim.Optimizer):
     """PCSGD / DiceSGD on a (chains, d) parameter, from per-sample gradients.
 
@@ -33,30 +50,8 @@ class ClippedPerformativeSGD(torch.optim.Optimizer):
     The noise zeta is a function of (seed, t) only, so a resumed run replays it exactly.
     """
 
-    def __init__(
-        self,
-        params,
-        *,
-        variant: str,
-        lr: float,
-        lr_t0: float,
-        clip: float,
-        clip2: float,
-        sigma: float,
-        radius: float,
-        seed: int,
-    ) -> None:
-        defaults = dict(
-            variant=variant,
-            lr=lr,
-            lr_t0=lr_t0,
-            clip=clip,
-            clip2=clip2,
-            sigma=sigma,
-            radius=radius,
-            seed=seed,
-        )
-        super().__init__(params, defaults)
+    def __init__(self, params, rule: UpdateRule) -> None:
+        super().__init__(params, dataclasses.asdict(rule))
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -108,17 +103,10 @@ class StrategicClassification(HistoryModule):
         *,
         beta: float,
         lam: float,
-        variant: str,
-        lr: float,
-        lr_t0: float,
-        clip: float,
-        clip2: float,
-        sigma: float,
-        radius: float,
+        rule: UpdateRule,
         chains: int,
         batch: int,
         steps: int,
-        seed: int,
     ) -> None:
         super().__init__()
         self.automatic_optimization = False
@@ -127,17 +115,8 @@ class StrategicClassification(HistoryModule):
         self.y = torch.as_tensor(y, dtype=dt)
         self.mask = torch.as_tensor(mask, dtype=dt)
         self.target = torch.as_tensor(theta_ps, dtype=dt)
-        self.beta, self.lam, self.chains, self.batch, self.seed = beta, lam, chains, batch, seed
-        self.opt_args = dict(
-            variant=variant,
-            lr=lr,
-            lr_t0=lr_t0,
-            clip=clip,
-            clip2=clip2,
-            sigma=sigma,
-            radius=radius,
-            seed=seed,
-        )
+        self.beta, self.lam, self.chains, self.batch = beta, lam, chains, batch
+        self.rule = rule
         self.theta = torch.nn.Parameter(torch.zeros(chains, x.shape[1], dtype=dt))
         self.register_buffer("mse", torch.full((steps + 1,), math.nan, dtype=dt))
         self.register_buffer("bias", torch.full((steps + 1,), math.nan, dtype=dt))
@@ -157,13 +136,13 @@ class StrategicClassification(HistoryModule):
 
     def training_step(self, batch, batch_idx):
         t = self.global_step  # optimizer steps done so far (restored on resume)
-        gen = torch.Generator().manual_seed(2 * (self.seed * 1_000_003 + t))
+        gen = torch.Generator().manual_seed(2 * (self.rule.seed * 1_000_003 + t))
         idx = torch.randint(len(self.y), (self.chains, self.batch), generator=gen)
         grads = self.per_sample_grads(self.theta.detach(), idx)
-        self.n_clipped += int((grads.norm(dim=-1) > self.opt_args["clip"]).sum())
+        self.n_clipped += int((grads.norm(dim=-1) > self.rule.clip).sum())
         self.theta.grad_sample = grads
         self.optimizers().step()
         self._record(t + 1)
 
     def configure_optimizers(self):
-        return ClippedPerformativeSGD([self.theta], **self.opt_args)
+        return ClippedPerformativeSGD([self.theta], self.rule)

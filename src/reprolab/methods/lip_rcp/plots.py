@@ -3,7 +3,6 @@ robust set size and calibration + prediction time; validation accuracy by epoch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -67,25 +66,22 @@ def wall_time(table: pd.DataFrame, path: Path) -> Path:
     return _bars(table, "wall_seconds", "calibration + prediction time (s)", path, log=True)
 
 
-def validation_curves(histories: Mapping, path: Path) -> Path:
-    """``histories``: trained unit -> per-epoch history (lip_rcp's net is also the one
-    vanilla_cp evaluates)."""
-    return curves_figure(
-        histories,
-        "val_acc",
-        path,
-        by=("task", "variant"),
-        ylabel="accuracy on the calibration split",
-        title="Training curves (mean over seeds)",
-        legend_size=7,
-    )
-
-
 # ``trained`` holds the trained nets: lip_rcp's (also vanilla_cp's) and rscp's.
 FIGURES = (
     Figure(coverage_vs_eps, "coverage_vs_eps.png"),
     Figure(set_size, "set_size.png"),
-    Figure(validation_curves, "val_acc_by_epoch.png", "units"),
+    Figure(
+        curves_figure,
+        "val_acc_by_epoch.png",
+        "units",
+        dict(
+            key="val_acc",
+            by=("task", "variant"),
+            ylabel="accuracy on the calibration split",
+            title="Training curves (mean over seeds)",
+            legend_size=7,
+        ),
+    ),
 )
 
 

@@ -3,7 +3,6 @@ the victims' validation accuracy by epoch (one victim per (task, seed))."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -55,22 +54,20 @@ def k_ratios(table: pd.DataFrame, path: Path) -> Path:
     return save_figure(fig, path)
 
 
-def validation_curves(histories: Mapping, path: Path) -> Path:
-    """``histories``: trained unit (a victim) -> its per-epoch history."""
-    return curves_figure(
-        histories,
-        "val_acc",
-        path,
-        ylabel="victim accuracy on the validation split",
-        title="Victim CNN training (mean over seeds)",
-        title_size=10,
-        marker=".",
-    )
-
-
 # ``trained`` holds the victims only (the attacks train nothing).
 FIGURES = (
     Figure(l2_vs_queries, "median_l2_vs_queries.png"),
     Figure(k_ratios, "best_k_over_k_bridge.png"),
-    Figure(validation_curves, "victim_val_acc_by_epoch.png", "units"),
+    Figure(
+        curves_figure,
+        "victim_val_acc_by_epoch.png",
+        "units",
+        dict(
+            key="val_acc",
+            ylabel="victim accuracy on the validation split",
+            title="Victim CNN training (mean over seeds)",
+            title_size=10,
+            marker=".",
+        ),
+    ),
 )
