@@ -1,6 +1,6 @@
 """What portable kernels cost: the smoke pipeline with the CPU's own kernels and with
 ``REPROLAB_PORTABLE=1`` (``src/reprolab/ops/portable.py``: ATen at AVX2, oneDNN capped
-at AVX2, MKL's COMPATIBLE reproducibility branch).
+at AVX2, MKL's COMPATIBLE reproducibility branch, numpy's OpenBLAS at its Haswell kernels).
 
 1. **Smoke ``dvc repro``**, as ``make run`` runs it (the preloaded stage worker started
    first), on a fresh copy of the project per run (no ``data/``, no ``dvc.lock``, a fresh
@@ -11,14 +11,17 @@ at AVX2, MKL's COMPATIBLE reproducibility branch).
 2. **Outputs**: every output hash in the two modes' ``dvc.lock`` files: how many differ
    between the modes (the kernels change the bits), and whether each mode gives the same
    hashes in every round (the pins keep a run deterministic on one machine).
-3. **Kernels**: a 512x512 float32 matmul (MKL), a 3x3 convolution (oneDNN) and an
-   element-wise exp + sin + sum (ATen), one thread, each variable alone and all three:
-   which pin changes which kernel's bits, and its time.
+3. **Kernels**: a 512x512 float32 matmul (MKL), a 3x3 convolution (oneDNN), an
+   element-wise exp + sin + sum (ATen) and numpy's 512x512 float32 matmul (OpenBLAS), one
+   thread, each variable alone and all of them: which pin changes which kernel's bits,
+   and its time. ``--kernels-only`` runs this part alone (seconds) and writes
+   ``bench/results/portable-kernels.{json,md}``.
 
 Pinning the bench (``taskset -c 1``) pins the pipeline too (its stages use the cores
 they may run on). Run it on an otherwise idle core:
 
     taskset -c 1 python bench/bench_portable.py [--rounds 1] [--out bench/results/portable.json]
+    taskset -c 1 python bench/bench_portable.py --kernels-only
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ TARGET = 1.15
 MODES = {"default": {ENV: "0"}, "portable": {ENV: "1"}}
 
 KERNELS = r"""
-import hashlib, json, time, torch
+import hashlib, json, time, numpy as np, torch
 torch.set_num_threads(1)
+rn = np.random.default_rng(0)
+an, bn = (rn.standard_normal((512, 512), dtype=np.float32) for _ in range(2))
 g = torch.Generator().manual_seed(0)
 a, b = torch.randn(512, 512, generator=g), torch.randn(512, 512, generator=g)
 x, w = torch.randn(8, 16, 32, 32, generator=g), torch.randn(32, 16, 3, 3, generator=g)
@@ -61,7 +66,8 @@ def timed(f, n=30):
     return (time.perf_counter() - t) / n * 1e3, hashlib.sha256(out.numpy().tobytes()).hexdigest()[:12]
 res = {"capability": torch.backends.cpu.get_cpu_capability()}
 for name, f in (("matmul", lambda: a @ b), ("conv2d", lambda: torch.nn.functional.conv2d(x, w)),
-                ("exp_sin_sum", lambda: (s.exp() + s.sin()).sum())):
+                ("exp_sin_sum", lambda: (s.exp() + s.sin()).sum()),
+                ("numpy_matmul", lambda: torch.from_numpy(an @ bn))):
     ms, digest = timed(f)
     res[name] = {"ms": ms, "sha256": digest}
 print(json.dumps(res))
@@ -118,13 +124,13 @@ def smoke(workdir: Path, mode: str, round_: int) -> dict:
 def kernels() -> list[dict]:
     settings = [("CPU's own", {})]
     settings += [(f"{k}={v}", {k: v}) for k, v in PINS.items()]
-    settings.append(("portable (all three)", dict(PINS)))
+    settings.append(("portable (all of them)", dict(PINS)))
     rows = []
     for label, extra in settings:
         env = {k: v for k, v in os.environ.items() if k not in PINS and k != ENV}
         out = subprocess.run(
             [sys.executable, "-c", KERNELS],
-            env={**env, **extra},
+            env={**env, "OPENBLAS_NUM_THREADS": "1", **extra},
             capture_output=True,
             text=True,
             check=True,
@@ -182,17 +188,25 @@ def markdown(result: dict) -> str:
         + ", ".join(f"{k} {v}" for k, v in s["same_hashes_every_round"].items())
         + ".",
         "",
+    ]
+    return "\n".join(lines) + "\n" + kernels_markdown(result["kernels"])
+
+
+def kernels_markdown(rows: list[dict]) -> str:
+    lines = [
         "## Kernels (one thread): which pin changes which kernel",
         "",
         "| setting | ATen capability | matmul ms | matmul bits | conv2d ms | conv2d bits | "
-        "exp+sin+sum ms | bits |",
-        "|---|---|---:|---|---:|---|---:|---|",
+        "exp+sin+sum ms | bits | numpy matmul ms | bits |",
+        "|---|---|---:|---|---:|---|---:|---|---:|---|",
     ]
-    for k in result["kernels"]:
+    for k in rows:
+        np_mm = k.get("numpy_matmul", {"ms": float("nan"), "sha256": "-"})
         lines.append(
             f"| {k['setting']} | {k['capability']} | {k['matmul']['ms']:.2f} | "
             f"`{k['matmul']['sha256']}` | {k['conv2d']['ms']:.2f} | `{k['conv2d']['sha256']}` | "
-            f"{k['exp_sin_sum']['ms']:.2f} | `{k['exp_sin_sum']['sha256']}` |"
+            f"{k['exp_sin_sum']['ms']:.2f} | `{k['exp_sin_sum']['sha256']}` | "
+            f"{np_mm['ms']:.2f} | `{np_mm['sha256']}` |"
         )
     return "\n".join(lines) + "\n"
 
@@ -201,12 +215,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/portable.json")
+    parser.add_argument("--kernels-only", action="store_true", help="part 3 alone (seconds)")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
     t0 = time.perf_counter()
     log("kernels ...")
     kernel_rows = kernels()
+    if args.kernels_only:
+        m = machine_info(1, None)
+        out = ROOT / "bench/results/portable-kernels.json"
+        out.write_text(
+            json.dumps(
+                {
+                    "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "machine": m,
+                    "kernels": kernel_rows,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        text = (
+            f"# Portable kernels, per kernel ({time.strftime('%Y-%m-%d')})\n\n"
+            f"{m['cpu_model']}, torch {m['torch']}.\n\n" + kernels_markdown(kernel_rows)
+        )
+        out.with_suffix(".md").write_text(text)
+        print(text)
+        return 0
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-portable-") as tmp:
         for round_ in range(1, args.rounds + 1):

@@ -38,6 +38,18 @@ def test_a_clashing_pin_or_a_bad_value_is_refused_by_name() -> None:
         portable.apply({"REPROLAB_PORTABLE": "sometimes"})
 
 
+def test_openblas_is_pinned_only_where_the_cpu_runs_its_kernels(tmp_path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2 fma\n\nflags : fpu\n")
+    assert portable.runs_avx2(info)
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse4_2 avx fma\n")  # no AVX2
+    assert not portable.runs_avx2(info)
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx2\n")  # no FMA
+    assert not portable.runs_avx2(info)
+    assert not portable.runs_avx2(tmp_path / "absent")  # not Linux: nothing pinned
+    assert ("OPENBLAS_CORETYPE" in portable.PINS) == _has_avx2()
+
+
 def _has_avx2() -> bool:
     try:
         return " avx2 " in f" {Path('/proc/cpuinfo').read_text()} ".replace("\n", " ")
@@ -48,7 +60,8 @@ def _has_avx2() -> bool:
 def _machine(**env: str) -> subprocess.CompletedProcess:
     import os
 
-    base = {k: v for k, v in os.environ.items() if k not in portable.PINS and k != portable.ENV}
+    pins = {*portable.PINS, *portable.OPENBLAS, portable.ENV}
+    base = {k: v for k, v in os.environ.items() if k not in pins}
     return subprocess.run(
         [sys.executable, "-m", "reprolab", "machine"],
         cwd=ROOT,
@@ -67,8 +80,11 @@ def test_python_m_reprolab_applies_the_pins_before_torch() -> None:
         kernels = json.loads(proc.stdout)["kernels"]
         assert kernels["torch_cpu_capability"] == ("AVX2" if _has_avx2() else "DEFAULT")
         assert {k: kernels[k] for k in portable.PINS} == portable.PINS
+        # OpenBLAS's own report of the kernels numpy's BLAS runs (threadpoolctl)
+        assert (kernels["openblas"] == "Haswell") == _has_avx2()
     off = json.loads(_machine(REPROLAB_PORTABLE="0").stdout)["kernels"]
     assert off["MKL_CBWR"] == "" and off["ATEN_CPU_CAPABILITY"] == ""
+    assert off["OPENBLAS_CORETYPE"] == ""
     bad = _machine(ATEN_CPU_CAPABILITY="avx512")
     assert bad.returncode == 2 and bad.stdout == ""
     assert "ATEN_CPU_CAPABILITY=avx512" in bad.stderr and "Traceback" not in bad.stderr

@@ -31,9 +31,21 @@ def cpu() -> dict[str, Any]:
     return {"model": model, "vector_extensions": vector}
 
 
+def openblas() -> str:
+    """The kernels numpy's and scipy's OpenBLAS run (their own report of the core type
+    they dispatch to, e.g. Haswell or SkylakeX), for the copies loaded now."""
+    import numpy  # noqa: F401  (loads its OpenBLAS)
+    from threadpoolctl import threadpool_info
+
+    found = {
+        i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"
+    }
+    return " ".join(sorted(a for a in found if a)) or "none"
+
+
 def kernels() -> dict[str, Any]:
     """torch's CPU capability (the ISA its kernels dispatch to), its BLAS and oneDNN
-    builds, and the thread counts in effect."""
+    builds, numpy's OpenBLAS kernels, and the thread counts in effect."""
     import torch
 
     config = torch.__config__.show()
@@ -43,11 +55,13 @@ def kernels() -> dict[str, Any]:
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "blas": blas.group(1) if blas else "unknown",
         "onednn": onednn.group(1) if onednn else "none",
+        "openblas": openblas(),
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY", ""),
         "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA", ""),
         "MKL_CBWR": os.environ.get("MKL_CBWR", ""),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
         "REPROLAB_PORTABLE": os.environ.get("REPROLAB_PORTABLE", ""),
     }
 
