@@ -146,20 +146,30 @@ def test_torch_threads_sets_and_restores():
         assert torch.get_num_threads() == before
 
 
-def test_grouped_bars_draws_one_bar_per_series_and_tick():
+def test_grouped_bars_draws_the_group_means_one_bar_per_series_and_tick():
     import matplotlib.pyplot as plt
+    import pandas as pd
 
     from reprolab.core.plots import grouped_bars
 
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        [
+            {"variant": v, "precision": p, "value": float(x)}
+            for v in "abc"
+            for p in ("fp32", "int8")
+            for x in rng.normal(size=3)
+            if (v, p) != ("c", "int8")  # one pair without rows: no bar
+        ]
+    )
     fig, ax = plt.subplots()
-    series = {
-        "fp32": [(1.0, 0.1), (2.0, 0.2), (3.0, 0.0)],
-        "int8": [(0.5, 0.1), (1.5, 0.0), (2.5, 0.3)],
-    }
-    grouped_bars(ax, ["a", "b", "c"], series)
+    grouped_bars(ax, frame, "variant", ["a", "b", "c"], "precision", ["fp32", "int8"], "ABC")
+    means = frame.groupby(["precision", "variant"]).value.mean()
+    expected = [means.get((p, v), np.nan) for p in ("fp32", "int8") for v in "abc"]
     heights = [p.get_height() for p in ax.patches]
-    assert heights == [1.0, 2.0, 3.0, 0.5, 1.5, 2.5]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    np.testing.assert_allclose(heights, expected)  # NaN where the pair has no rows
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["A", "B", "C"]
+    assert ax.get_legend_handles_labels()[1] == ["fp32", "int8"]
     plt.close(fig)
 
 
@@ -397,3 +407,19 @@ def test_error_bars_are_the_scipy_t_interval_half_width():
     assert half == pytest.approx((high - low) / 2)
     assert mean_ci([0.4]) == (0.4, 0.0)  # one value: no bar
     assert mean_ci([0.3, 0.3, 0.3]) == (pytest.approx(0.3), 0.0)
+
+
+def test_mean_cis_is_mean_ci_per_group_and_skips_empty_groups():
+    import numpy as np
+    import pandas as pd
+    from scipy import stats
+
+    from reprolab.core.plots import mean_cis
+
+    groups = [pd.Series([1.0, 2.0, 4.0]), pd.Series([], dtype=float), np.array([5.0])]
+    means, errs = mean_cis(groups)
+    low, high = stats.t.interval(0.95, df=2, loc=7 / 3, scale=stats.sem([1.0, 2.0, 4.0]))
+    assert means[0] == pytest.approx(7 / 3) and errs[0] == pytest.approx((high - low) / 2)
+    assert np.isnan(means[1]) and errs[1] == 0.0  # empty: no point, no bar
+    assert (means[2], errs[2]) == (5.0, 0.0)
+    assert mean_cis(g for g in groups[:1])[0].shape == (1,)  # any iterable of groups

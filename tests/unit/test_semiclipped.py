@@ -1,5 +1,7 @@
 """Semi-Clipped: batch corrections, recall@k and the CLIP loss against independent references."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -100,9 +102,23 @@ def test_pea_bank_corrections_match_their_kind():
     assert np.all(means[0] >= x[ctrl].min(0)) and np.all(means[0] <= x[ctrl].max(0))
 
 
+#: the simulator's fields of the config, in the order the tests below give them
+SIM_FIELDS = (
+    "n_pathways", "perts_per_pathway", "n_batches", "n_controls", "reps", "latent",
+    "tx_dim", "img_dim", "noise", "tx_weak_dims", "tx_weak_gain",
+)  # fmt: skip
+
+
+def world(*values, **named) -> SimpleNamespace:
+    """The simulator's settings (what it reads off the config), positionally."""
+    settings = {"tx_weak_dims": 0, "tx_weak_gain": 1.0}
+    settings.update(zip(SIM_FIELDS[: len(values)], values, strict=True), **named)
+    return SimpleNamespace(**settings)
+
+
 def test_simulator_is_seeded_and_controls_have_no_pathway():
-    a = sim.simulate(3, 3, 4, 2, 5, 2, 4, 6, 5, 1.0)
-    b = sim.simulate(3, 3, 4, 2, 5, 2, 4, 6, 5, 1.0)
+    a = sim.simulate(3, world(3, 4, 2, 5, 2, 4, 6, 5, 1.0))
+    b = sim.simulate(3, world(3, 4, 2, 5, 2, 4, 6, 5, 1.0))
     np.testing.assert_array_equal(a["tx"], b["tx"])
     assert np.all(a["pathway"][a["pert"] < 0] == -1)
     assert len(a["tx"]) == 2 * (5 + 12 * 2)
@@ -137,11 +153,11 @@ def test_weak_dims_reach_the_image_side_not_the_expression_side():
     hardly from expression (least squares, sklearn's R^2); without it, the same draws."""
     from sklearn.linear_model import LinearRegression
 
-    args = (7, 4, 6, 2, 8, 2, 6, 20, 20, 0.3)
-    plain = sim.simulate(*args)
-    again = sim.simulate(*args, tx_weak_dims=0, tx_weak_gain=0.1)
+    args = (4, 6, 2, 8, 2, 6, 20, 20, 0.3)
+    plain = sim.simulate(7, world(*args))
+    again = sim.simulate(7, world(*args, tx_weak_dims=0, tx_weak_gain=0.1))
     assert all(np.array_equal(plain[k], again[k]) for k in plain)  # off: bit-identical
-    weak = sim.simulate(*args, tx_weak_dims=3, tx_weak_gain=0.05)
+    weak = sim.simulate(7, world(*args, tx_weak_dims=3, tx_weak_gain=0.05))
     assert np.array_equal(weak["img"], plain["img"])  # the image side is untouched
     # the latent behind each non-control sample, rebuilt from the seeded draws
     rng = np.random.default_rng(7)
@@ -231,7 +247,7 @@ def test_premise_check_tells_a_weak_expression_side_from_an_even_one(tmp_path):
     assert weak["sim_holds"] and weak["sim_min_lead"] > method.PREMISE_MARGIN
 
     # sim0 at gain 0.1, rebuilt independently of method.premise_probe_sim
-    d = sim.simulate(0, 8, 16, 6, 48, 2, 8, 32, 24, 1.0, 4, 0.1)
+    d = sim.simulate(0, world(8, 16, 6, 48, 2, 8, 32, 24, 1.0, 4, 0.1))
     rng = np.random.default_rng(1)
     held = rng.permutation(128)[:38]
     test_b = rng.permutation(6)[:2]

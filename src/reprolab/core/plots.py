@@ -9,7 +9,7 @@ never imports it before the backend is set."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ matplotlib.use("Agg")  # stage processes have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "facets",
     "grouped_bars",
     "mean_ci",
+    "mean_cis",
     "mean_curves",
     "plot_mean_curves",
     "plt",
@@ -64,7 +66,7 @@ def facets(
     rows: Sequence | None = None,
     size: tuple[float, float] = (4.5, 3.5),
     title: str | Callable[[Any, Any], str] | None = None,
-    title_size: float | None = None,
+    title_size: float = 9,
     sharex: bool | str = False,
     sharey: bool | str = False,
 ) -> tuple[Any, list[Facet]]:
@@ -73,7 +75,8 @@ def facets(
     order are ``cols`` / ``rows`` when given, else as they first appear in ``frame``.
     Each panel is ``size`` (width, height) inches; ``sharex`` / ``sharey`` share axes as
     ``plt.subplots`` does. ``title`` names each panel: a format string of ``{row}`` and
-    ``{col}`` (e.g. ``"{col} [{row}]"``), or a function of (row value, column value).
+    ``{col}`` (e.g. ``"{col} [{row}]"``), or a function of (row value, column value),
+    at ``title_size`` points (small multiples: smaller than matplotlib's own title).
 
     Returns the figure and the panels, row by row (a :class:`Facet` each: the axes, the
     two values, the rows of ``frame`` with them)."""
@@ -99,7 +102,7 @@ def facets(
                 mask &= frame[row] == r
             if title is not None:
                 text = title(r, c) if callable(title) else title.format(row=r, col=c)
-                ax.set_title(text, **({} if title_size is None else {"fontsize": title_size}))
+                ax.set_title(text, fontsize=title_size)
             panels.append(Facet(ax, r, c, frame[mask]))
     return fig, panels
 
@@ -162,8 +165,7 @@ def curves_figure(
     mean over seeds), written to ``path``."""
     fig, ax = plt.subplots(figsize=(5, 3.5))
     plot_mean_curves(ax, histories, key, by, x, **plot_kw)
-    ax.set_xlabel(x)
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel=x, ylabel=ylabel)
     ax.set_title(title, **({} if title_size is None else {"fontsize": title_size}))
     ax.legend(fontsize=legend_size)
     return save_figure(fig, path)
@@ -180,24 +182,37 @@ def mean_ci(values) -> tuple[float, float]:
     return iv.mean, (iv.high - iv.mean if np.isfinite(iv.high) else 0.0)
 
 
+def mean_cis(groups: Iterable) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mean_ci` of each group of values in turn (one per x tick, bar or curve
+    point), as two arrays: the means and the error bar half-widths. An empty group
+    gives a NaN mean and no bar (matplotlib leaves the point out)."""
+    import numpy as np
+
+    stats = [mean_ci(g) if len(g) else (np.nan, 0.0) for g in groups]
+    return np.array([s[0] for s in stats], dtype=float), np.array([s[1] for s in stats])
+
+
 def grouped_bars(
-    ax, ticks: Sequence[str], series: Mapping[str, Sequence[tuple[float, float]]]
+    ax,
+    frame: pd.DataFrame,
+    tick: str,
+    ticks: Sequence,
+    by: str,
+    series: Sequence,
+    labels: Sequence[str] | None = None,
 ) -> None:
-    """Bars grouped by tick, one bar per series: ``series`` maps a label (a precision, a
-    variant) to one ``(mean, error bar half-width)`` per tick."""
+    """Bars of the mean of ``frame.value`` with :func:`mean_ci` error bars: a group per
+    value in ``ticks`` of the column ``tick`` (shown as ``labels``, default the values
+    themselves), in each group a bar per value in ``series`` of the column ``by`` (in
+    that order, labelled for the legend). A pair without rows draws no bar."""
     import numpy as np
 
     width = 0.8 / max(len(series), 1)
-    for k, (label, stats) in enumerate(series.items()):
-        ax.bar(
-            np.arange(len(ticks)) + k * width,
-            [s[0] for s in stats],
-            width,
-            yerr=[s[1] for s in stats],
-            capsize=2,
-            label=label,
-        )
-    ax.set_xticks(np.arange(len(ticks)) + width * (len(series) - 1) / 2, list(ticks))
+    for k, label in enumerate(series):
+        rows = frame[frame[by] == label]
+        means, errs = mean_cis(rows[rows[tick] == t].value for t in ticks)
+        ax.bar(np.arange(len(ticks)) + k * width, means, width, yerr=errs, capsize=2, label=label)
+    ax.set_xticks(np.arange(len(ticks)) + width * (len(series) - 1) / 2, list(labels or ticks))
 
 
 #: bar colour per verdict in :func:`claims_forest`

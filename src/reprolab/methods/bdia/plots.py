@@ -72,8 +72,7 @@ def learning_curves(histories, path: Path) -> Path:
         (axes[1], "val_acc", "validation accuracy"),
     ):
         plot_mean_curves(ax, histories, key, by=("task", "variant"))
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(f"{label} (mean over seeds)")
+        ax.set(xlabel="epoch", ylabel=f"{label} (mean over seeds)")
         ax.legend(fontsize=7)
     fig.suptitle("Learning curves (BDIA trains with gamma = +-0.5; validation at gamma = 0)")
     return save_figure(fig, path)

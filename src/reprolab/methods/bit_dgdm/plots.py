@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import mean_curves, plt, save_figure
+from reprolab.core.plots import plot_mean_curves, plt, save_figure
 
 PANELS = (
     ("qm9", "validity", "QM9 validity"),
@@ -53,14 +53,13 @@ def memory_by_precision(table: pd.DataFrame, path: Path) -> Path:
 
 
 def training_curves(histories: dict, path: Path) -> Path:
-    nodes = mean_curves(histories, "val_ce_nodes")
+    """Validation cross-entropy of the edges per task and of QM9's node types (community
+    graphs have one node type), mean over seeds."""
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    for task, edges in mean_curves(histories, "val_ce_edges").items():
-        ax.plot(edges.index, edges.to_numpy(), label=f"{task} edges")
-        if task == "qm9":
-            ax.plot(nodes[task].index, nodes[task].to_numpy(), ls="--", label=f"{task} nodes")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("validation cross-entropy (fixed noise)")
+    plot_mean_curves(ax, histories, "val_ce_edges", suffix=" edges")
+    qm9 = {unit: history for unit, history in histories.items() if unit.task == "qm9"}
+    plot_mean_curves(ax, qm9, "val_ce_nodes", suffix=" nodes", ls="--")
+    ax.set(xlabel="epoch", ylabel="validation cross-entropy (fixed noise)")
     ax.set_title("Training curves (mean over seeds)")
     ax.legend(fontsize=7)
     return save_figure(fig, path)

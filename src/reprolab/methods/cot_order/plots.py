@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import mean_ci, plt, save_figure
+from reprolab.core.plots import mean_cis, plt, save_figure
 
 ARMS = ("code_only", "cot_first", "code_first")
 PANELS = (
@@ -33,33 +33,18 @@ def pass_at_1(table: pd.DataFrame, path: Path) -> Path:
     for ax, (metric, ylabel, title) in zip(axes[0], panels, strict=True):
         rows = finite[finite.metric == metric]
         for j, precision in enumerate(precisions):
-            stats = [
-                mean_ci(
-                    rows[(rows.variant == arm) & (rows.precision == precision)].value.to_numpy()
-                )
-                if not rows[(rows.variant == arm) & (rows.precision == precision)].empty
-                else (np.nan, 0.0)
-                for arm in ARMS
-            ]
+            seeds = [rows[(rows.variant == a) & (rows.precision == precision)].value for a in ARMS]
+            means, errs = mean_cis(seeds)
             x = np.arange(len(ARMS)) + (j - (len(precisions) - 1) / 2) * width
-            ax.bar(
-                x,
-                [s[0] for s in stats],
-                width,
-                yerr=[s[1] for s in stats],
-                capsize=3,
-                label=precision,
-            )
-            for arm_i, arm in enumerate(ARMS):  # the seeds themselves
-                vals = rows[(rows.variant == arm) & (rows.precision == precision)].value
-                ax.scatter(np.full(len(vals), x[arm_i]), vals, s=8, color="black", zorder=3)
+            ax.bar(x, means, width, yerr=errs, capsize=3, label=precision)
+            for x_arm, vals in zip(x, seeds, strict=True):  # the seeds themselves
+                ax.scatter(np.full(len(vals), x_arm), vals, s=8, color="black", zorder=3)
         ax.set_xticks(np.arange(len(ARMS)), ARMS)
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("per SFT arm: mean, 95% CI over seeds; dots: seeds")
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -75,11 +60,9 @@ def training_loss(trained, path: Path) -> Path:
         label = unit.variant if unit.variant not in seen else None
         seen.add(unit.variant)
         ax.plot(epochs, loss, marker="o", color=colors.get(unit.variant), label=label, alpha=0.7)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("SFT loss (completion tokens)")
+    ax.set(xlabel="epoch", ylabel="SFT loss (completion tokens)")
     ax.set_title("LoRA SFT loss per arm (one line per seed)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 

@@ -26,7 +26,6 @@ def per_decoder(table: pd.DataFrame, metric: str, path: Path) -> Path:
         rows=list(dict.fromkeys(rows.precision)) or ["fp32"],
         size=(4.6, 3.4),
         title="{col}, {row} (95% t-interval over seeds)",
-        title_size=9,
     )
     for panel in panels:
         ax, sub = panel.ax, panel.data

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import mean_ci, plt, save_figure
+from reprolab.core.plots import mean_cis, plt, save_figure
 
 POLICIES = ("cvpr_rule", "lp_rounded", "milp_average", "milp_worst_case")
 FAMILIES = ("conf", "tight")
@@ -48,15 +48,12 @@ def cost_distribution(table: pd.DataFrame, path: Path) -> Path:
             )
             ax.bar(policies, share, bottom=bottom, label=f"cost {label}")
             bottom += share
-        ax.set_ylabel("share of authors")
-        ax.set_title(f"{family}: authors with cost > 0")
+        ax.set(ylabel="share of authors", title=f"{family}: authors with cost > 0")
         ax.legend(fontsize=7)
         ax = axes[r, 2]
-        stats = [
-            mean_ci(fam[(fam.variant == p) & (fam.metric == "innocent_hit_frac")].value.to_numpy())
-            for p in policies
-        ]
-        ax.bar(policies, [s[0] for s in stats], yerr=[s[1] for s in stats], capsize=3)
+        hit = fam[fam.metric == "innocent_hit_frac"]
+        means, errs = mean_cis(hit[hit.variant == p].value for p in policies)
+        ax.bar(policies, means, yerr=errs, capsize=3)
         ax.set_ylabel("share of innocent authors hit")
         ax.set_title(f"{family}: innocent authors hit (95% CI)")
         for a in axes[r]:
@@ -87,19 +84,10 @@ def gap_vs_size(table: pd.DataFrame, path: Path) -> Path:
         curves["CVPR rule - rounded LP"] = (cost.cvpr_rule - cost.lp_rounded).dropna()
         for label, series in curves.items():
             sizes = sorted(series.index.get_level_values("papers").unique())
-            stats = [mean_ci(series.xs(m, level="papers").to_numpy()) for m in sizes]
-            ax.errorbar(
-                sizes,
-                [s[0] for s in stats],
-                yerr=[s[1] for s in stats],
-                marker="o",
-                capsize=3,
-                label=label,
-            )
+            means, errs = mean_cis(series.xs(m, level="papers") for m in sizes)
+            ax.errorbar(sizes, means, yerr=errs, marker="o", capsize=3, label=label)
         ax.axhline(0.0, color="k", lw=0.6)
-        ax.set_xscale("log")
-        ax.set_xlabel("papers per instance")
-        ax.set_ylabel("difference in mean author cost")
+        ax.set(xscale="log", xlabel="papers per instance", ylabel="difference in mean author cost")
         ax.set_title(f"{family}: LP vs MILP gap")
         ax.legend(fontsize=7)
     return save_figure(fig, path)
@@ -127,11 +115,8 @@ def solve_time(timings: dict, path: Path) -> Path:
         for policy in [p for p in POLICIES if p in set(fam.policy)]:
             med = fam[fam.policy == policy].groupby("papers").seconds.median()
             ax.plot(med.index, np.maximum(med.to_numpy(), 1e-5), marker="o", label=policy)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("papers per instance")
-        ax.set_ylabel("solve seconds (median over seeds)")
-        ax.set_title(f"{family}: solver time")
+        ax.set(xscale="log", yscale="log", xlabel="papers per instance")
+        ax.set(ylabel="solve seconds (median over seeds)", title=f"{family}: solver time")
         ax.legend(fontsize=7)
     return save_figure(fig, path)
 

@@ -26,9 +26,7 @@ def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
         for variant in mean.index.get_level_values("variant").unique():
             series = mean.xs(variant, level="variant")
             ax.plot(series.index, series.to_numpy(), _STYLE.get(variant, "x-"), label=variant)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("compositions k (noise optimised for each k)")
+        ax.set(xscale="log", yscale="log", xlabel="compositions k (noise optimised for each k)")
         ax.set_ylabel("epsilon at the target delta")
         ax.legend(fontsize=8)
     return save_figure(fig, path)
@@ -45,9 +43,7 @@ def gain_vs_k(table: pd.DataFrame, path: Path) -> Path:
             curve = by_sigma.groupby("k").gain.mean() * 100
             ax.plot(curve.index, curve.to_numpy(), "o-", label=f"{label} (sigma/s={sigma:g})")
     ax.axhline(0.0, color="k", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("compositions k")
-    ax.set_ylabel("1 - eps_opt / eps_baseline  (%)")
+    ax.set(xscale="log", xlabel="compositions k", ylabel="1 - eps_opt / eps_baseline  (%)")
     ax.set_title("Gain of the optimized noise")
     ax.legend(fontsize=7)
     return save_figure(fig, path)
@@ -71,8 +67,7 @@ def optimisation_curves(histories: dict, path: Path) -> Path:
         label = None if unit.task in labelled else unit.task
         labelled.add(unit.task)
         ax.plot(steps, values, lw=0.9, color=colours[unit.task], label=label)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("moments-accountant eps / first logged value")
+    ax.set(xlabel="iteration", ylabel="moments-accountant eps / first logged value")
     ax.set_title("Preconditioned gradient descent (Eq. 25), every seed")
     ax.legend(fontsize=7)
     return save_figure(fig, path)

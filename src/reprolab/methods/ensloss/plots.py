@@ -44,8 +44,7 @@ def quantized_vs_fp32(table: pd.DataFrame, path: Path) -> Path:
         ax.scatter(wide["fp32"], wide[precision], s=10, label=precision)
     lims = [wide.min().min() - 0.01, 1.0]
     ax.plot(lims, lims, "k--", lw=0.8)
-    ax.set_xlabel("fp32 test accuracy")
-    ax.set_ylabel("quantized test accuracy")
+    ax.set(xlabel="fp32 test accuracy", ylabel="quantized test accuracy")
     ax.set_title("Post-training quantization, per unit")
     ax.legend(fontsize=8)
     return save_figure(fig, path)
@@ -73,8 +72,7 @@ def cnn_curves(histories: dict, path: Path) -> Path:
         (axes[1], "val_acc", "validation accuracy (clean labels)"),
     ):
         plot_mean_curves(ax, histories, key, by=("variant",))
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(ylabel)
+        ax.set(xlabel="epoch", ylabel=ylabel)
         ax.legend(fontsize=8)
     fig.suptitle("CNN setting: fitting noisy labels (mean over pairs and seeds)")
     return save_figure(fig, path)

@@ -21,8 +21,7 @@ def metric_vs_n(table: pd.DataFrame, metric: str, path: Path) -> Path:
         if len(c):
             ax.plot(c.index, c.to_numpy(), marker="o", label=family)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("graph size n")
+    ax.set(yscale="log", xlabel="graph size n")
     ax.set_ylabel(metric.replace("_", " ") + (" (n * minimax)" if metric == "fidelity" else ""))
     ax.set_title(f"{metric} (exact; seeded families: seed mean)", fontsize=10)
     ax.legend(fontsize=8)
@@ -63,8 +62,7 @@ def ood_vs_metric(table: pd.DataFrame, path: Path) -> Path:
                         xytext=(3, 3),
                         textcoords="offset points",
                     )
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{metric} of the graph at the largest test length")
+        ax.set(xscale="log", xlabel=f"{metric} of the graph at the largest test length")
         ax.set_ylabel("OOD accuracy (mean over seeds and test lengths)")
         if rho is not None:
             ax.set_title(f"fp32 Spearman rho = {rho:+.2f}", fontsize=10)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reprolab.core.plots import mean_ci, plt, save_figure
+from reprolab.core.plots import mean_cis, plt, save_figure
 from reprolab.methods.grokformer.config import FILTER_VARIANTS, NODE_VARIANTS
 from reprolab.methods.grokformer.graphs import RESPONSES, response
 
@@ -19,13 +19,10 @@ def accuracy_vs_homophily(table: pd.DataFrame, path: Path) -> Path:
     for variant in [v for v in NODE_VARIANTS if v in set(fp.variant)]:
         rows = fp[fp.variant == variant]
         hs = sorted(rows.homophily.dropna().unique())
-        stats = [mean_ci(rows[rows.homophily == h].value) for h in hs]
-        ax.errorbar(
-            hs, [s[0] for s in stats], yerr=[s[1] for s in stats], marker="o", ms=3,
-            capsize=2, lw=1.8 if variant == "grokformer" else 1.0, label=variant,
-        )  # fmt: skip
-    ax.set_xlabel("requested edge homophily h")
-    ax.set_ylabel("test accuracy")
+        means, errs = mean_cis(rows[rows.homophily == h].value for h in hs)
+        width = 1.8 if variant == "grokformer" else 1.0
+        ax.errorbar(hs, means, yerr=errs, marker="o", ms=3, capsize=2, lw=width, label=variant)
+    ax.set(xlabel="requested edge homophily h", ylabel="test accuracy")
     ax.set_ylim(0.0, 1.02)  # intervals of two seeds can reach past [0, 1]
     ax.legend(fontsize=7, ncol=2)
     ax.set_title("CSBM node classification (mean, 95% CI over draws x seeds)", fontsize=9)
@@ -39,12 +36,12 @@ def filter_errors(table: pd.DataFrame, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     width = 0.8 / max(1, len(variants))
     for i, variant in enumerate(variants):
-        stats = [mean_ci(fp[(fp.variant == variant) & (fp.response == r)].value) for r in responses]
+        of = fp[fp.variant == variant]
+        means, errs = mean_cis(of[of.response == r].value for r in responses)
         xs = np.arange(len(responses)) + (i - (len(variants) - 1) / 2) * width
-        ax.bar(xs, [s[0] for s in stats], width, yerr=[s[1] for s in stats], label=variant)
+        ax.bar(xs, means, width, yerr=errs, label=variant)
     ax.set_xticks(range(len(responses)), responses)
-    ax.set_yscale("log")
-    ax.set_ylabel("held-out SSE per image")
+    ax.set(yscale="log", ylabel="held-out SSE per image")
     ax.legend(fontsize=7)
     return save_figure(fig, path, dpi=100)
 

@@ -39,8 +39,7 @@ def ood_curves(table: pd.DataFrame, path: Path, precision: str = "fp32") -> Path
             )
         for l_train in part.l_train.unique():
             ax.axvline(float(l_train), color="grey", ls=":", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_xlabel("population size L")
+        ax.set(yscale="log", xlabel="population size L")
         ax.set_title(family, fontsize=9)
         ax.legend(fontsize=7)
     panels[0][0].set_ylabel("test MSE / Var(target)")
@@ -58,8 +57,7 @@ def learning_curves(trained, path: Path) -> Path:
             series = curves.get(f"{family} {variant}")
             if series is not None:
                 ax.plot(series.index, series.to_numpy(), label=variant, c=COLOR[variant])
-        ax.set_yscale("log")
-        ax.set_xlabel("step")
+        ax.set(yscale="log", xlabel="step")
         ax.set_title(family, fontsize=9)
         ax.legend(fontsize=7)
     panels[0][0].set_ylabel("validation MSE / Var(target)")
@@ -84,8 +82,7 @@ def error_vs_params(table: pd.DataFrame, path: Path, precision: str = "fp32") ->
         if part.n_params.max() > 3 * part.n_params.min():
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_yscale("log")
-        ax.set_xlabel("parameters")
+        ax.set(yscale="log", xlabel="parameters")
         ax.set_title(family, fontsize=9)
         ax.legend(fontsize=7)
     panels[0][0].set_ylabel("test MSE / Var(target) at the training L")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reprolab.core.plots import curves_figure, grouped_bars, mean_ci, plt, save_figure
+from reprolab.core.plots import curves_figure, grouped_bars, mean_cis, plt, save_figure
 from reprolab.methods.lift_gs.config import FINETUNE
 
 SUBSETS = (("miou", "all"), ("miou_occluded", "occluded"), ("miou_visible", "visible"))
@@ -37,13 +37,8 @@ def miou_by_variant(table: pd.DataFrame, path: Path, scenes: str = "procedural")
     rows = _full(table[table.precision == "fp32"], scenes)
     variants = [v for v in SIGNALS if v in set(rows.variant)]
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    series = {
-        variant: [
-            mean_ci(rows[(rows.variant == variant) & (rows.metric == m)].value) for m, _ in SUBSETS
-        ]
-        for variant in variants
-    }
-    grouped_bars(ax, [s for _, s in SUBSETS], series)
+    metrics, labels = zip(*SUBSETS, strict=True)
+    grouped_bars(ax, rows, "metric", metrics, "variant", variants, labels)
     ax.set_ylabel("held-out 3D IoU (mean, 95% CI over seeds)")
     ax.set_ylim(0, 1)
     ax.set_title(f"3D instance IoU by training signal ({scenes} scenes)")
@@ -56,12 +51,12 @@ def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
     for precision, rows in table[table.metric == "miou"].groupby("precision"):
         render = rows[(rows.variant == "render") & (rows.scenes == "procedural")]
         ns = sorted(render.n_scenes.unique())
-        stats = [mean_ci(render[render.n_scenes == n].value) for n in ns]
+        means, errs = mean_cis(render[render.n_scenes == n].value for n in ns)
         style = {"lw": 2} if precision == "fp32" else {"lw": 1, "alpha": 0.6, "ls": "--"}
         ax.errorbar(
             ns,
-            [s[0] for s in stats],
-            yerr=[s[1] for s in stats],
+            means,
+            yerr=errs,
             capsize=2,
             label=f"render {precision}",
             **style,
@@ -76,8 +71,7 @@ def scaling_curve(table: pd.DataFrame, path: Path) -> Path:
         if len(vals):
             ax.axhline(vals.mean(), color=color, ls=":", label=f"{variant} (all scenes, fp32)")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("training scenes (unlabeled, 2D teacher masks only)")
-    ax.set_ylabel("held-out 3D IoU")
+    ax.set(xlabel="training scenes (unlabeled, 2D teacher masks only)", ylabel="held-out 3D IoU")
     ax.set_title("Render supervision: data scaling")
     ax.legend(fontsize=7)
     return save_figure(fig, path)
@@ -89,30 +83,17 @@ def finetune_bars(table: pd.DataFrame, path: Path) -> Path:
     rows = table[(table.metric == "miou") & table.variant.isin(list(FINETUNE))]
     variants = [v for v in FINETUNE if v in set(rows.variant)]
     precisions = sorted(set(rows.precision), key=lambda p: (p != "fp32", p))
-    width = 0.8 / max(len(precisions), 1)
     fig, ax = plt.subplots(figsize=(6, 3.8))
-    for j, precision in enumerate(precisions):
-        at = rows[rows.precision == precision]
-        stats = [mean_ci(at[at.variant == v].value) for v in variants]
-        ax.bar(
-            np.arange(len(variants)) + j * width,
-            [s[0] for s in stats],
-            width,
-            yerr=[s[1] for s in stats],
-            capsize=2,
-            label=precision,
-        )
     labels = {
         "ft_scratch": "scratch\nn labeled",
         "ft_scratch_2lab": "scratch\n2n labeled",
         "ft_pre1x": "pretrain N\n+ n labeled",
         "ft_pre2x": "pretrain 2N\n+ n labeled",
     }
-    ax.set_xticks(
-        np.arange(len(variants)) + width * (len(precisions) - 1) / 2,
-        [labels[v] for v in variants],
-        fontsize=8,
+    grouped_bars(
+        ax, rows, "variant", variants, "precision", precisions, [labels[v] for v in variants]
     )
+    ax.tick_params(axis="x", labelsize=8)
     ax.set_ylabel("held-out 3D IoU (mean, 95% CI over seeds)")
     ax.set_ylim(0, 1)
     ax.set_title("Render-supervised pretraining, then 3D fine-tuning")

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import facets, grouped_bars, mean_ci, plt, save_figure
+from reprolab.core.plots import facets, grouped_bars, mean_cis, plt, save_figure
 
 FUSIONS = ("average", "perm", "rotation")
 PREFIX = "test_acc_alpha_"
@@ -25,7 +24,6 @@ def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
         cols=sorted(rows.regime.unique()),
         size=(4.5, 3.3),
         title="{col} [{row}]",
-        title_size=9,
     )
     for panel in panels:
         ax = panel.ax
@@ -34,16 +32,12 @@ def accuracy_vs_alpha(table: pd.DataFrame, path: Path) -> Path:
             if sel.empty:
                 continue
             alphas = sorted(sel.alpha.unique())
-            stats = [mean_ci(sel[sel.alpha == a].value.to_numpy()) for a in alphas]
-            means = np.array([s[0] for s in stats])
-            errs = np.array([s[1] for s in stats])
+            means, errs = mean_cis(sel[sel.alpha == a].value for a in alphas)
             ax.plot(alphas, means, marker="o", label=how)
             ax.fill_between(alphas, means - errs, means + errs, alpha=0.2)
-        ax.set_xlabel("alpha (weight on model B)")
-        ax.set_ylabel("test accuracy")
+        ax.set(xlabel="alpha (weight on model B)", ylabel="test accuracy")
         ax.legend(fontsize=7)
     fig.suptitle("fused accuracy vs interpolation weight (mean, 95% CI over pairs)")
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -55,20 +49,9 @@ def fusion_accuracy(table: pd.DataFrame, path: Path) -> Path:
         rows, "regime", cols=sorted(rows.regime.unique()), size=(5, 3.5), title="{col}"
     )
     for panel in panels:
-        sel = panel.data
-        series = {
-            precision: [
-                mean_ci(sel[(sel.variant == v) & (sel.precision == precision)].value.to_numpy())
-                if v in set(rows.variant)
-                else (np.nan, 0.0)
-                for v in variants
-            ]
-            for precision in precisions
-        }
-        grouped_bars(panel.ax, variants, series)
+        grouped_bars(panel.ax, panel.data, "variant", variants, "precision", precisions)
         panel.ax.set_ylabel("test accuracy (best endpoint / fused)")
         panel.ax.legend(fontsize=7)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -92,10 +75,8 @@ def learning_curves(trained, path: Path) -> Path:
                         label=f"s{unit.seed} p{unit.param['pair']} {name}",
                     )
         ax.set_title(f"{task}: validation accuracy per epoch")
-        ax.set_xlabel("epoch (fine-tunes count from 0 again)")
-        ax.set_ylabel("val accuracy")
+        ax.set(xlabel="epoch (fine-tunes count from 0 again)", ylabel="val accuracy")
         ax.legend(fontsize=6, ncol=2)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 

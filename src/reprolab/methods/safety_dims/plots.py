@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from reprolab.contract import Figure
-from reprolab.core.plots import facets, grouped_bars, mean_ci, plt, save_figure
+from reprolab.core.plots import facets, grouped_bars, mean_cis, plt, save_figure
 
 
 def _per_layer(rows: pd.DataFrame, pattern: str) -> dict[int, np.ndarray]:
@@ -30,9 +30,7 @@ def _precisions(rows: pd.DataFrame) -> list[str]:
 
 def _per_precision(rows: pd.DataFrame, title: str):
     """A figure with one panel per precision (titled ``title`` with ``{col}``)."""
-    return facets(
-        rows, "precision", cols=_precisions(rows), size=(5, 3.6), title=title, title_size=9
-    )
+    return facets(rows, "precision", cols=_precisions(rows), size=(5, 3.6), title=title)
 
 
 def spectra(table: pd.DataFrame, path: Path) -> Path:
@@ -45,17 +43,13 @@ def spectra(table: pd.DataFrame, path: Path) -> Path:
             per = _per_layer(sel, rf"ev_share_(\d+)_l{layer:02d}")
             if not per:
                 continue
-            stats = [mean_ci(v) for v in per.values()]
-            k = np.arange(1, len(stats) + 1)
-            mean = np.array([s[0] for s in stats])
-            err = np.array([s[1] for s in stats])
+            mean, err = mean_cis(per.values())
+            k = np.arange(1, len(mean) + 1)
             ax.errorbar(k, mean, yerr=err, marker="o", ms=3, capsize=2, label=f"layer {layer}")
-        ax.set_yscale("log")
-        ax.set_xlabel("component k")
+        ax.set(yscale="log", xlabel="component k")
         ax.set_ylabel("share of shift variance (eigenvalue / sum)")
         ax.legend(fontsize=7)
     fig.suptitle("singular value spectra of the safety fine-tuning shift (mean, 95% CI over seeds)")
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -72,18 +66,14 @@ def probe_accuracy(table: pd.DataFrame, path: Path) -> Path:
             per = _per_layer(sel, pattern)
             if not per:
                 continue
-            stats = [mean_ci(v) for v in per.values()]
+            mean, err = mean_cis(per.values())
             x = np.array(list(per))
-            mean = np.array([s[0] for s in stats])
-            err = np.array([s[1] for s in stats])
             ax.plot(x, mean, marker=".", label=label)
             ax.fill_between(x, np.clip(mean - err, 0, 1), np.clip(mean + err, 0, 1), alpha=0.2)
         ax.axhline(0.5, color="grey", lw=0.8, ls=":", label="chance")
         ax.set_ylim(0.0, 1.02)
-        ax.set_xlabel("layer")
-        ax.set_ylabel("held-out refusal accuracy")
+        ax.set(xlabel="layer", ylabel="held-out refusal accuracy")
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -102,20 +92,17 @@ def effective_rank(table: pd.DataFrame, path: Path) -> Path:
         for tau in taus:
             per = _per_layer(sel, rf"eff_rank_{tau}_l(\d+)")
             x = np.array(list(per))
-            mean = np.array([mean_ci(v)[0] for v in per.values()])
+            mean = mean_cis(per.values())[0]
             ax.plot(x, mean, marker=".", label=f"tau = {tau / 100:.1f}")
         ref = control[control.precision == panel.col]
         per = _per_layer(ref, r"eff_rank_90_l(\d+)")
         if per:
             x = np.array(list(per))
-            mean = np.array([mean_ci(v)[0] for v in per.values()])
+            mean = mean_cis(per.values())[0]
             ax.plot(x, mean, color="k", ls="--", label="control fine-tune, tau = 0.9")
         ax.axhline(1, color="k", lw=0.8, ls=":")
-        ax.set_yscale("log")
-        ax.set_xlabel("layer")
-        ax.set_ylabel("effective rank (mean over seeds)")
+        ax.set(yscale="log", xlabel="layer", ylabel="effective rank (mean over seeds)")
         ax.legend(fontsize=7)
-    fig.tight_layout()
     return save_figure(fig, path)
 
 
@@ -126,25 +113,11 @@ def removal(table: pd.DataFrame, path: Path) -> Path:
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.5 * len(metrics), 3.4), squeeze=False)
     variants = ["remove_top", "remove_random"]
     for ax, metric in zip(axes[0], metrics, strict=True):
-        series = {
-            precision: [
-                mean_ci(
-                    rows[
-                        (rows.variant == v)
-                        & (rows.precision == precision)
-                        & (rows.metric == metric)
-                    ].value.to_numpy()
-                )
-                for v in variants
-            ]
-            for precision in precisions
-        }
-        grouped_bars(ax, variants, series)
+        grouped_bars(ax, rows[rows.metric == metric], "variant", variants, "precision", precisions)
         ax.axhline(0, color="k", lw=0.8)
         ax.set_title(metric, fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("trigger-token removal on harmful test prompts (mean, 95% CI over seeds)")
-    fig.tight_layout()
     return save_figure(fig, path)
 
 

@@ -32,11 +32,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     tasks, checks = {}, {}
     for i in range(cfg.n_sims):
         s = cfg.data_seed * 1000 + i
-        d = sim.simulate(
-            s, cfg.n_pathways, cfg.perts_per_pathway, cfg.n_batches, cfg.n_controls,
-            cfg.reps, cfg.latent, cfg.tx_dim, cfg.img_dim, cfg.noise,
-            cfg.tx_weak_dims, cfg.tx_weak_gain,
-        )  # fmt: skip
+        d = sim.simulate(s, cfg)
         rng = np.random.default_rng(s + 1)
         n_perts = cfg.n_pathways * cfg.perts_per_pathway
         held = rng.permutation(n_perts)[: int(round(cfg.test_perts * n_perts))]

@@ -34,8 +34,7 @@ def recall_curves(table: pd.DataFrame, path: Path, ks) -> Path:
                     for k in ks
                 ]
                 ax.plot(ks, ys, marker="o", label=variant)
-            ax.set_xlabel("k")
-            ax.set_ylabel(f"recall@k, {_RELATED.get(setting, 'related')} (OOD)")
+            ax.set(xlabel="k", ylabel=f"recall@k, {_RELATED.get(setting, 'related')} (OOD)")
             ax.set_title(f"{setting or ''} {prec}".strip())
             ax.legend(fontsize=7)
     return save_figure(fig, path)

@@ -4,32 +4,29 @@ linear probes of the premise check."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from reprolab.methods.semiclipped.config import SemiClippedConfig
 
-def simulate(
-    seed: int,
-    n_pathways: int,
-    perts_per_pathway: int,
-    n_batches: int,
-    n_controls: int,
-    reps: int,
-    latent: int,
-    tx_dim: int,
-    img_dim: int,
-    noise: float,
-    tx_weak_dims: int = 0,
-    tx_weak_gain: float = 1.0,
-) -> dict[str, np.ndarray]:
+
+def simulate(seed: int, cfg: SemiClippedConfig) -> dict[str, np.ndarray]:
     """Perturbation latents clustered by pathway, seen through a transcriptomics and an
     image map, each with its own per-batch shift, per-feature scale and correlated noise.
     Controls have latent zero. Perturbation id -1 marks a control. ``z`` is the latent of
     every perturbation (row = perturbation id), for the premise check only.
 
-    ``tx_weak_dims`` latent dimensions (the last ones) reach the transcriptomics side
-    scaled by ``tx_weak_gain``: biology the expression profile measures badly and the
-    image sees, the premise of distilling from images (0: both sides see every dimension
-    alike, the draws are those of the simulator without the option)."""
+    The world's sizes are the config's simulator fields (``n_pathways``,
+    ``perts_per_pathway``, ``n_batches``, ``n_controls``, ``reps``, ``latent``,
+    ``tx_dim``, ``img_dim``, ``noise``). ``tx_weak_dims`` latent dimensions (the last
+    ones) reach the transcriptomics side scaled by ``tx_weak_gain``: biology the
+    expression profile measures badly and the image sees, the premise of distilling from
+    images (0: both sides see every dimension alike, the draws are those of the simulator
+    without the option)."""
+    n_pathways, latent, tx_dim, img_dim = cfg.n_pathways, cfg.latent, cfg.tx_dim, cfg.img_dim
+    perts_per_pathway, tx_weak_dims = cfg.perts_per_pathway, cfg.tx_weak_dims
     rng = np.random.default_rng(seed)
     n_perts = n_pathways * perts_per_pathway
     centers = rng.normal(size=(n_pathways, latent))
@@ -37,16 +34,16 @@ def simulate(
     z = centers[pathway] + 0.6 * rng.normal(size=(n_perts, latent))
     maps = {"tx": rng.normal(size=(latent, tx_dim)), "img": rng.normal(size=(latent, img_dim))}
     if tx_weak_dims:
-        maps["tx"][latent - tx_weak_dims :] *= tx_weak_gain
+        maps["tx"][latent - tx_weak_dims :] *= cfg.tx_weak_gain
     out: dict[str, list] = {"pert": [], "batch": [], "tx": [], "img": []}
-    for b in range(n_batches):
-        ids = np.concatenate([np.full(n_controls, -1), np.repeat(np.arange(n_perts), reps)])
+    for b in range(cfg.n_batches):
+        ids = np.concatenate([np.full(cfg.n_controls, -1), np.repeat(np.arange(n_perts), cfg.reps)])
         lat = np.where(ids[:, None] >= 0, z[np.maximum(ids, 0)], 0.0)
         for name, dim in (("tx", tx_dim), ("img", img_dim)):
             shift = 3.0 * rng.normal(size=dim)
             scale = np.exp(0.5 * rng.normal(size=dim))
             mix = np.eye(dim) + 0.5 * rng.normal(size=(dim, dim)) / np.sqrt(dim)
-            eps = noise * rng.normal(size=(len(ids), dim)) @ mix
+            eps = cfg.noise * rng.normal(size=(len(ids), dim)) @ mix
             out[name].append(((lat @ maps[name] + eps) * scale + shift).astype(np.float32))
         out["pert"].append(ids)
         out["batch"].append(np.full(len(ids), b))

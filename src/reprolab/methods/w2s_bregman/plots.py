@@ -32,7 +32,6 @@ def gain_vs_misfit(table: pd.DataFrame, path: Path, reverse: bool) -> Path:
         cols=_order(wide.variant.unique()),
         size=(3.0, 3.2),
         title="{col}",
-        title_size=9,
     )
     for panel in panels:
         ax, rows = panel.ax, panel.data
@@ -80,9 +79,7 @@ def training_curves(histories: dict, path: Path) -> Path:
         ax.plot(curves[variant].index, curves[variant].to_numpy(), label=variant)
     if curves:
         ax.legend(fontsize=7)
-    ax.set_xlabel("step")
-    ax.set_ylabel("train E KL(f_strong || f_weak)")
-    ax.set_yscale("log")
+    ax.set(xlabel="step", ylabel="train E KL(f_strong || f_weak)", yscale="log")
     return save_figure(fig, path, dpi=100)
 
 
