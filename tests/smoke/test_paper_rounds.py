@@ -7,6 +7,7 @@ the same verdicts, and the ledger stops a changed definition."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -132,6 +133,7 @@ class Killed(Exception):
 def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(
     paper_project, flow_run, tmp_path
 ):
+    from reprolab.ops import worker
     from reprolab.paper import STATE, PaperError, PaperRun
 
     root = paper_project
@@ -149,6 +151,11 @@ def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(
     with pytest.raises(Killed):
         PaperRun(root, [METHOD], out=cut, work=work, on_round=kill, log=lambda m: None).run()
     assert not cut.exists()  # nothing written before the run finished
+    # the round's stages forked from the copy's own stage worker, stopped with the run
+    log = (work / ".reprolab" / "worker.log").read_text()
+    served = re.search(r"exiting \(asked to stop\) after (\d+) requests", log)
+    assert served and int(served.group(1)) >= 5, log[-2000:]
+    assert worker.status(str(work)) is None
     saved = json.loads((work / STATE).read_text())
     assert saved["round"] == 1 and saved["commit"]
     with pytest.raises(PaperError, match="ran w2s_bregman, not"):
