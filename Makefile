@@ -44,11 +44,13 @@ run: venv
 
 # Two pytest workers (pytest-xdist), one test module at a time (module fixtures such as
 # the MLflow server start once); tests that read the session's reproduced project
-# share one copy of it (tests/conftest.py), the rest spread over both cores.
+# share one copy of it (tests/conftest.py), the rest spread over both cores. Modules are
+# handed out in collection order (--no-loadscope-reorder; xdist would otherwise sort
+# them by test count), which tests/conftest.py sets: the long pipeline modules first.
 TEST_WORKERS ?= 2
 test: venv
 	bash scripts/system_deps.sh
-	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
+	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test-slow: venv
 	bash scripts/system_deps.sh

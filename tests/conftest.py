@@ -91,9 +91,10 @@ def stop_shared_worker() -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     """The modules that run real DVC / Prefect / MLflow (marked ``pipeline``: tens of
     seconds to minutes each) go first, the rest keep their order after them. `make test`
-    hands whole modules to its two workers in this order (``--dist loadscope``), so the
-    long ones start early and the many short unit modules even the workers out at the
-    end, instead of one worker finishing a long module alone."""
+    hands whole modules to its two workers in this order (``--dist loadscope
+    --no-loadscope-reorder``; without the flag xdist sorts modules by their number of
+    tests, which put the one-test pipeline modules last), so the long ones start early
+    and the many short unit modules even the workers out at the end."""
     heavy = {item.path for item in items if item.get_closest_marker("pipeline")}
     items.sort(key=lambda item: item.path not in heavy)  # stable: order kept within
 
