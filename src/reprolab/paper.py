@@ -394,8 +394,10 @@ class PaperRun:
         """A stage worker (:mod:`reprolab.ops.worker`) preloaded in the copy, with the
         copy's code on its path, for the rounds' stages: each then forks from it instead
         of importing torch and Lightning afresh (about 5 s a stage on 2 cores). Stopped
-        when the rounds end, killed or not. ``REPROLAB_WORKER=off`` runs without one; a
-        worker that does not start leaves the stages in-process, as without one."""
+        when the rounds end, however they end (Ctrl-C, SIGTERM, an error); a driver
+        killed with SIGKILL leaves it to its idle timeout (10 minutes), and ``--resume``
+        of the copy reuses it. ``REPROLAB_WORKER=off`` runs without one; a worker that
+        does not start leaves the stages in-process, as without one."""
         if env.get(worker.MODE_ENV, "on").strip().lower() in ("off", "0", "no", "false"):
             yield
             return
