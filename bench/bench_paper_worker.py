@@ -5,7 +5,9 @@ and one with every stage in its own process (``REPROLAB_WORKER=off``).
 The run is that of the paper-rounds test at a real size: ``--method`` (default
 w2s_bregman) at the paper profile (its paper defaults, under params.yaml's smoke
 overrides: for w2s_bregman 20 tasks, 100 units a seed), first look on seeds 0-2, one
-seed added per round up to 5 (three rounds of ``dvc repro`` of six stages).
+seed added per round up to 5 (three rounds of ``dvc repro`` of six stages). ``--tiny``
+runs the method's test config instead (``SPEC.test_overrides``, the paper-rounds test's
+size), where the stages' start-up is most of the time.
 Each mode runs on a fresh copy of the project, ``--repeats`` times in alternation, so
 load drift hits both; the saving is the ratio of the median wall times. Both modes must
 give the same verdicts and values (the worker changes where a stage runs, not what it
@@ -13,7 +15,7 @@ computes); the bench fails otherwise. Results: bench/results/paper_worker.{json,
 
 Run it on an otherwise idle core:
 
-    taskset -c 1 python bench/bench_paper_worker.py [--repeats 2] [--method w2s_bregman]
+    taskset -c 1 python bench/bench_paper_worker.py [--repeats 2] [--method w2s_bregman] [--tiny]
 """
 
 from __future__ import annotations
@@ -39,14 +41,15 @@ from bench_pipeline import load_average, log, machine_info  # noqa: E402
 MODES = {"copy worker": "on", "in-process": "off"}
 
 
-def paper_params(method: str) -> dict:
-    """params.yaml cut to ``method`` (and the assets it reads), its smoke overrides as
-    its paper overrides, a small evidence plan."""
+def paper_params(method: str, tiny: bool) -> dict:
+    """params.yaml cut to ``method`` (and the assets it reads), its smoke overrides (or,
+    ``tiny``, its test config) as its paper overrides, a small evidence plan."""
     from reprolab import registry
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     section = dict(params["methods"][method])
-    section["paper"] = dict(section.get("smoke") or {})
+    overrides = registry.get(method).test_overrides if tiny else section.get("smoke")
+    section["paper"] = dict(overrides or {})
     wanted = set(getattr(registry.get(method), "assets", ()))
     assets = params.get("assets") or {}
     kept = {k: v for k, v in assets.items() if k in wanted} or dict(list(assets.items())[:1])
@@ -60,12 +63,12 @@ def paper_params(method: str) -> dict:
     }
 
 
-def one_run(method: str, mode: str, base: Path) -> dict:
+def one_run(method: str, mode: str, base: Path, tiny: bool) -> dict:
     from reprolab.ops.scratch import copy_project
     from reprolab.paper import PaperRun
 
     root = base / "project"
-    copy_project(ROOT, root, paper_params(method), link_raw=False)
+    copy_project(ROOT, root, paper_params(method, tiny), link_raw=False)
     # a first paper run of this config: no ledger entries, committed like the copy
     (root / "docs" / "results" / "ledger" / f"{method}.jsonl").unlink(missing_ok=True)
     subprocess.run(["git", "commit", "-qam", "bench: first paper run"], cwd=root, check=True)
@@ -98,10 +101,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--method", default="w2s_bregman")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument(
-        "--out", type=Path, default=ROOT / "bench" / "results" / "paper_worker.json"
-    )
+    parser.add_argument("--tiny", action="store_true", help="the method's test config")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    name = "paper_worker_tiny.json" if args.tiny else "paper_worker.json"
+    args.out = args.out or ROOT / "bench" / "results" / name
     from reprolab import registry
 
     registry.check_slug(args.method)
@@ -111,7 +115,7 @@ def main() -> int:
         for name, mode in MODES.items():
             log(f"repeat {repeat + 1}/{args.repeats}: {name}")
             with tempfile.TemporaryDirectory(prefix="bench-paper-") as tmp:
-                runs[name].append(one_run(args.method, mode, Path(tmp)))
+                runs[name].append(one_run(args.method, mode, Path(tmp), args.tiny))
             log(f"  {runs[name][-1]['wall_s']:.1f} s, {runs[name][-1]['rounds']} rounds")
     results = {r["results"].__repr__() for rs in runs.values() for r in rs}
     if len(results) != 1:
@@ -119,6 +123,7 @@ def main() -> int:
     median = {name: statistics.median(r["wall_s"] for r in rs) for name, rs in runs.items()}
     out = {
         "method": args.method,
+        "config": "test (tiny)" if args.tiny else "paper profile, smoke overrides",
         "machine": machine_info(threads=len(os.sched_getaffinity(0)), pipeline_threads=None),
         "load_before": before,
         "load_after": load_average(),
@@ -136,8 +141,10 @@ def main() -> int:
     lines = [
         "# `make paper`: stages forked from the copy's worker vs in-process",
         "",
-        f"`bench/bench_paper_worker.py --repeats {args.repeats}`: {args.method} at the paper "
-        f"profile under its smoke overrides, {rounds} rounds (seeds 0-2, one added per round), "
+        f"`bench/bench_paper_worker.py --repeats {args.repeats}{' --tiny' if args.tiny else ''}`:"
+        f" {args.method} at "
+        f"{'its test config' if args.tiny else 'the paper profile under its smoke overrides'}, "
+        f"{rounds} rounds (seeds 0-2, one added per round), "
         f"on {out['machine'].get('cpu_model') or 'this CPU'}.",
         "",
         "| mode | median wall (s) | runs (s) |",
