@@ -43,11 +43,13 @@ def children(pid: int | str = "self") -> set[int]:
     return pids
 
 
-def leftovers() -> set[int]:
-    """Processes a finished sample could have left: this process's children other than
-    the sandbox's zygote, and the zygote's children (one runner per running sample)."""
+def leftovers(before: set[int]) -> set[int]:
+    """Processes a finished sample could have left: this process's children that were
+    not there ``before`` it ran (an earlier test in the same pytest process may have
+    left its own, such as a stopped server's zombie), other than the sandbox's zygote,
+    and the zygote's children (one runner per running sample)."""
     zygote = _ZYGOTE.pid
-    return (children() - {zygote}) | (children(zygote) if zygote else set())
+    return (children() - before - {zygote}) | (children(zygote) if zygote else set())
 
 
 def processes_with(marker: str) -> list[int]:
@@ -165,9 +167,10 @@ def test_run_many_keeps_the_order_and_the_verdicts():
 
 
 def test_an_infinite_loop_is_stopped_by_the_wall_clock():
+    before = children()
     result = run("while True:\n    pass", timeout_s=0.5, cpu_s=30)
     assert result.status == "timeout" and "wall-clock" in result.error
-    assert wait_for(lambda: not leftovers())
+    assert wait_for(lambda: not leftovers(before))
 
 
 def test_a_busy_program_is_stopped_by_the_cpu_limit():
@@ -177,6 +180,7 @@ def test_a_busy_program_is_stopped_by_the_cpu_limit():
 
 def test_a_fork_bomb_is_stopped_and_leaves_no_process_behind():
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    before = children()
     assert run(bomb, timeout_s=1.0).status == "timeout"
     # Children that leave the process group and outlive the program are killed with it,
     # and the fork limit holds: at most max_procs processes in all.
@@ -199,7 +203,7 @@ def test_a_fork_bomb_is_stopped_and_leaves_no_process_behind():
     assert result.status == "passed"
     assert int(result.stdout) == 7  # 8 processes with the program itself
     assert processes_with(marker) == []
-    assert wait_for(lambda: not leftovers())
+    assert wait_for(lambda: not leftovers(before))
     assert run("x = 1", "assert x == 1").passed  # the parent still runs sandboxes
 
 
