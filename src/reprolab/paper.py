@@ -16,8 +16,9 @@ What a run does:
 2. **Rounds** (:mod:`reprolab.evidence`): the project is copied (``reprolab.ops.scratch``) at
    ``profile: paper`` with the first look's seeds; each round is ``reprolab check`` then
    ``dvc repro`` there (its stages fork from a stage worker preloaded in the copy,
-   stopped when the rounds end); after it, each undecided claim that more seeds can decide gets
-   the seeds of its plan's next look, on the units it reads; finished units are reused.
+   stopped when the rounds end); after it, each undecided claim that more seeds can
+   decide gets the seeds of its plan's next look, on the units it reads; finished units
+   are reused.
    A method stops when every claim is decided, its plan is exhausted, or the next round
    would take its measured compute past ``evidence.budget_minutes``.
 3. **Results**, per method, into ``docs/results/<slug>/`` (a held-out block into
@@ -398,7 +399,7 @@ class PaperRun:
         killed with SIGKILL leaves it to its idle timeout (10 minutes), and ``--resume``
         of the copy reuses it. ``REPROLAB_WORKER=off`` runs without one; a worker that
         does not start leaves the stages in-process, as without one."""
-        if env.get(worker.MODE_ENV, "on").strip().lower() in ("off", "0", "no", "false"):
+        if worker.mode(env) == "off":
             yield
             return
         command = [sys.executable, "-m", "reprolab", "worker"]

@@ -179,6 +179,13 @@ def test_check_prints_the_same_through_the_worker(running: Path) -> None:
     assert requests(running) >= 1
 
 
+def test_mode_reads_the_variable_as_documented() -> None:
+    assert worker.mode({}) == "on"  # unset: use a running worker
+    for off in ("off", " No ", "0", "FALSE"):
+        assert worker.mode({worker.MODE_ENV: off}) == "off"
+    assert worker.mode({worker.MODE_ENV: "auto"}) == "auto"
+
+
 def test_no_or_dead_socket_runs_in_process(mini: Path) -> None:
     sock_path = Path(worker.socket_path(str(mini)))
     sock_path.parent.mkdir(parents=True, exist_ok=True)

@@ -88,6 +88,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Mapping
 
 from reprolab.ops import portable
 
@@ -279,13 +280,20 @@ def _request(path: str, msg: dict, timeout: float = 5.0) -> dict | None:
 # ---------------------------------------------------------------- client
 
 
+def mode(environ: Mapping[str, str] = os.environ) -> str:
+    """``REPROLAB_WORKER`` as set in ``environ``: "off" (never use a worker), "auto"
+    (start one on first use) or "on" (the default: use a running one)."""
+    value = environ.get(MODE_ENV, "on").strip().lower()
+    return "off" if value in ("off", "0", "no", "false") else value
+
+
 def delegate(argv: list[str]) -> int | None:
     """Run ``argv`` in the project's worker and return its exit code, or None when
     there is no usable worker (the caller then runs in-process). Only returns once the
     stage has finished; a stage killed by a forwarded signal kills this process the same
     way, and one whose handler was killed from outside (SIGKILL) runs again in-process."""
-    mode = os.environ.get(MODE_ENV, "on").strip().lower()
-    if mode in ("off", "0", "no", "false"):
+    how = mode()
+    if how == "off":
         return None
     root = find_root()
     if root is None:
@@ -293,7 +301,7 @@ def delegate(argv: list[str]) -> int | None:
     path = socket_path(root)
     sock = _connect(path, timeout=2.0)
     if sock is None:
-        if mode == "auto":
+        if how == "auto":
             spawn(root)
         return None
     try:

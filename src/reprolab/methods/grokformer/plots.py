@@ -20,8 +20,8 @@ def accuracy_vs_homophily(table: pd.DataFrame, path: Path) -> Path:
         rows = fp[fp.variant == variant]
         hs = sorted(rows.homophily.dropna().unique())
         means, errs = mean_cis(rows[rows.homophily == h].value for h in hs)
-        width = 1.8 if variant == "grokformer" else 1.0
-        ax.errorbar(hs, means, yerr=errs, marker="o", ms=3, capsize=2, lw=width, label=variant)
+        lw = 1.8 if variant == "grokformer" else 1.0
+        ax.errorbar(hs, means, yerr=errs, marker="o", ms=3, capsize=2, lw=lw, label=variant)
     ax.set(xlabel="requested edge homophily h", ylabel="test accuracy")
     ax.set_ylim(0.0, 1.02)  # intervals of two seeds can reach past [0, 1]
     ax.legend(fontsize=7, ncol=2)
