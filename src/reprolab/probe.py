@@ -3,18 +3,30 @@ results.
 
     make probe METHOD=grokformer SET="epochs=2000 patience=200" NAME=reference-regime
 
-A setting is chosen from the paper's regime and from training signals (loss,
-convergence, wall time), never from a test metric or a claim's outcome. A probe shows
-exactly those signals and nothing else: it copies the project (``reprolab.ops.scratch``)
-at ``profile: paper`` with the method's paper section plus the ``SET`` overrides, on
-probe seeds that no paper run uses (default 100), and runs ``dvc repro`` up to
-``train@<slug>`` only. Quantize and evaluate never run, so no test-set metric and no
-verdict exists to look at.
+A setting is chosen blind: from the paper's regime and from training signals (loss,
+convergence, wall time), never from the compared variants' validation or test metrics
+nor a claim's outcome, since a setting picked because it moves the compared quantity
+decides the claim before it is tested. A probe shows exactly those signals and nothing
+else: it copies the project (``reprolab.ops.scratch``) at ``profile: paper`` with the
+method's paper section plus the ``SET`` overrides, on probe seeds that no paper run
+uses (default 100), and runs ``dvc repro`` up to ``train@<slug>`` only. Quantize and
+evaluate never run, so no test-set metric and no verdict exists to look at.
 
-From the trained checkpoints' histories it writes, per variant: the units, the epochs
-(or steps) run, how many stopped early, the last training loss and accuracy, the best
-validation loss and accuracy, the train-validation accuracy gap, and the seconds per
-unit. The record goes to ``docs/results/<slug>/probes/<name>.{json,md}``, to be cited
+From the trained checkpoints' histories it reads an allow-list of training signals
+(:data:`HISTORY_KEYS`, shown as :data:`COLUMNS`), per variant: the units, the epochs (or
+steps) run, how many stopped early (early stopping watches the validation loss: a probe
+says *that* and *when* a unit stopped, never the value), the training loss half-way
+through the run and at its end (whether it stopped falling), the last training accuracy
+and the seconds per unit; and the method's own signals (``TrainedUnit.signals``:
+quantities of the weights or the training data, premise checks on calibration data)
+except any named like a validation or test quantity (:func:`is_held_out`). Every other
+history key, the validation loss and accuracy, test keys and the train-validation gap
+among them, is never read: not printed, not stored, not returned; the train stage's
+per-unit log lines are shown with such values cut out (the full ``dvc repro`` log lies
+next to the project copy). Probe records written before this change (the committed
+``docs/results/*/probes/`` files) also held each variant's best validation loss and
+accuracy and its train-validation accuracy gap; they stay as written, the historical
+record. The record goes to ``docs/results/<slug>/probes/<name>.{json,md}``, to be cited
 in the method's README and committed with the ledger entry that fixes the setting.
 """
 
@@ -22,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,6 +54,24 @@ from reprolab.ops import scratch
 LENGTH_KEYS = ("stop_epoch", "epoch", "step")
 #: seeds no paper run uses: a probe's units are never a result's units
 DEFAULT_SEEDS = (100, 101)
+#: the history keys a probe reads (the allow-list): training length, early stopping and
+#: the training loss and accuracy; nothing else of a history is read
+TRAIN_KEYS = ("train_loss", "train_acc")
+HISTORY_KEYS = (*LENGTH_KEYS, "stopped_early", *TRAIN_KEYS)
+#: what a probe shows per unit and variant, and the record's column titles: these and
+#: the method's own signals (:func:`unit_signals`), nothing else
+COLUMNS = (
+    ("length", "epochs/steps run"),
+    ("stopped_early", "stopped early"),
+    ("mid_train_loss", "train loss half-way"),
+    ("last_train_loss", "last train loss"),
+    ("last_train_acc", "last train acc"),
+    ("train_seconds", "seconds per unit"),
+)
+#: the words of a name (split at ``_``, spaces and punctuation) that make it a validation
+#: or test quantity
+HELD_OUT_WORDS = ("val", "valid", "validation", "test", "heldout", "holdout")
+_HELD_OUT = re.compile(r"(?i)(?<![a-z])(" + "|".join(HELD_OUT_WORDS) + r")(?![a-z])")
 
 
 class ProbeError(ValueError):
@@ -80,13 +111,21 @@ def probe_params(raw: dict, slug: str, overrides: dict, seeds: list[int]) -> dic
     return params
 
 
+def is_held_out(name: str) -> bool:
+    """Whether ``name`` reads like a validation or test quantity: it starts with
+    ``val``/``valid``/``test`` or has one of :data:`HELD_OUT_WORDS` as a word
+    (``best_val_acc``, ``val_miou``, ``test_acc``, ``val nmse``)."""
+    low = name.strip().lower()
+    return low.startswith(("val", "test")) or bool(_HELD_OUT.search(low))
+
+
 def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
     """The training signals of every trained unit: its task, variant and seed, the
     epochs (or steps) run, whether it stopped early, the training loss half-way through
-    the run (entry ``(len - 1) // 2``) and the last training loss and accuracy,
-    the best validation loss and accuracy, the last train-validation accuracy gap and its
-    training seconds (the keys its history has), and the method's own signals read from
-    the weights (``TrainedUnit.signals``)."""
+    the run (entry ``(len - 1) // 2``) and the last training loss and accuracy, and its
+    training seconds (the keys its history has; :data:`HISTORY_KEYS` only), and the
+    method's own signals read from the weights (``TrainedUnit.signals``) except those
+    named like a validation or test quantity. No validation or test value is read."""
     import torch
 
     from reprolab.contract import Unit
@@ -98,7 +137,8 @@ def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
     out = []
     for unit in units:
         ckpt = torch.load(checkpoints / f"{unit.id}.pt", map_location="cpu", weights_only=False)
-        history = ckpt.get("history") or []
+        # the allow-list, applied first: nothing else of a history is looked at
+        history = [{k: h[k] for k in HISTORY_KEYS if k in h} for h in ckpt.get("history") or []]
         row: dict[str, Any] = {"unit": unit.id, "task": unit.task, "variant": unit.variant}
         row["seed"] = unit.seed
         seconds = (times.get(unit.id) or {}).get("train_seconds")
@@ -111,20 +151,18 @@ def unit_signals(checkpoints: Path, runtime: Path) -> list[dict[str, Any]]:
                 row["length"] = float(last[length])
             if "stopped_early" in last:
                 row["stopped_early"] = float(last["stopped_early"])
-            for key in ("train_loss", "train_acc"):
+            for key in TRAIN_KEYS:
                 if key in last:
                     row[f"last_{key}"] = float(last[key])
             # whether the loss has flattened: its value half-way through the run
             if "train_loss" in last and len(history) >= 2:
-                row["mid_train_loss"] = float(history[(len(history) - 1) // 2]["train_loss"])
-            for key, best in (("val_loss", min), ("val_acc", max)):
-                values = [float(h[key]) for h in history if h.get(key) is not None]
-                if values:
-                    row[f"best_{key}"] = best(values)
-            if "train_acc" in last and "val_acc" in last:
-                row["gap_acc"] = float(last["train_acc"]) - float(last["val_acc"])
-        # the method's own weight-side signals (TrainedUnit.signals)
-        row.update({k: float(v) for k, v in (ckpt.get("signals") or {}).items()})
+                mid = history[(len(history) - 1) // 2]
+                if "train_loss" in mid:
+                    row["mid_train_loss"] = float(mid["train_loss"])
+        # the method's own weight-side signals and premise checks (TrainedUnit.signals),
+        # but none named like a validation or test quantity
+        signals = ckpt.get("signals") or {}
+        row.update({k: float(v) for k, v in signals.items() if not is_held_out(k)})
         out.append(row)
     return out
 
@@ -147,7 +185,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def by_task(rows: list[dict[str, Any]], key: str = "best_val_acc") -> dict[str, dict[str, float]]:
+def by_task(rows: list[dict[str, Any]], key: str = "last_train_acc") -> dict[str, dict[str, float]]:
     """``key`` per task and variant, the mean over seeds (tasks with it only)."""
     cells: dict[str, dict[str, list[float]]] = {}
     for row in rows:
@@ -157,24 +195,64 @@ def by_task(rows: list[dict[str, Any]], key: str = "best_val_acc") -> dict[str, 
 
 
 #: per-task tables of the probe record (``<key>_by_task``), where a method has several
-#: tasks: the best validation accuracy and the last training accuracy (their difference
-#: tells learning from memorising)
-BY_TASK = (
-    ("best_val_acc", "Best validation accuracy"),
-    ("last_train_acc", "Last training accuracy"),
-)
+#: tasks: the last training accuracy (no held-out accuracy: see the module doc)
+BY_TASK = (("last_train_acc", "Last training accuracy"),)
 
-COLUMNS = (
-    ("length", "epochs/steps run"),
-    ("stopped_early", "stopped early"),
-    ("mid_train_loss", "train loss half-way"),
-    ("last_train_loss", "last train loss"),
-    ("last_train_acc", "last train acc"),
-    ("best_val_loss", "best val loss"),
-    ("best_val_acc", "best val acc"),
-    ("gap_acc", "train - val acc (last)"),
-    ("train_seconds", "seconds per unit"),
-)
+
+def check_blind(record: dict) -> None:
+    """Refuse a record whose shown quantities (variants, units, per-task tables) name a
+    validation or test quantity: the last guard before anything is written or shown."""
+    names = [k for part in ("variants", "unit_signals") for r in record.get(part, []) for k in r]
+    names += [k for k in record if k.endswith("_by_task")]
+    bad = sorted({k for k in names if is_held_out(k)})
+    if bad:
+        raise ProbeError(f"a probe shows no validation or test quantity, got {bad}")
+
+
+#: the train stage's line per finished unit: ``train@<slug> [i/n] <unit>: k=v, ... (Xs)``
+_UNIT_LINE = re.compile(r"^(\s*train@\S+ \[\d+/\d+\] \S+: )(.*?)( \([\d.]+s\))?$")
+
+
+def blind_line(line: str) -> str | None:
+    """A line of the ``dvc repro`` log as the probe shows it: a train stage unit line
+    with its validation and test values cut out, any other line naming a validation or
+    test quantity not at all (``None``)."""
+    match = _UNIT_LINE.match(line)
+    if match:
+        head, pairs, tail = match.groups()
+        kept = [p for p in pairs.split(", ") if not is_held_out(p.partition("=")[0])]
+        return head + ", ".join(kept) + (tail or "")
+    return None if _HELD_OUT.search(line) else line
+
+
+def repro(work: Path, slug: str, env: dict, log: Callable[[str], None]) -> int:
+    """``dvc repro train@<slug>`` in ``work``; its output goes in full to
+    ``<work>.log`` and to ``log`` through :func:`blind_line`. Returns its exit code."""
+    full = work.with_name(f"{work.name}.log")
+    hidden = 0
+    with (
+        full.open("w") as f,
+        subprocess.Popen(
+            ["dvc", "repro", f"train@{slug}"],
+            cwd=work,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        ) as proc,
+    ):
+        for line in proc.stdout:
+            f.write(line)
+            shown = blind_line(line.rstrip("\n"))
+            if shown is None:
+                hidden += 1
+            else:
+                log(shown)
+        proc.wait()
+    if hidden:
+        log(f"({hidden} log line(s) naming a validation or test quantity not shown: {full})")
+    return proc.returncode
 
 
 def to_markdown(record: dict) -> str:
@@ -186,8 +264,8 @@ def to_markdown(record: dict) -> str:
     lines = [
         f"# Probe `{record['name']}`: {record['method']}",
         "",
-        f"Training signals only (no quantize, no evaluate, so no test metric and no "
-        f"verdict). Seeds {record['seeds']}; paper profile with "
+        f"Training signals only: no validation or test metric of any variant (a setting "
+        f"is chosen blind); no quantize, no evaluate, so no verdict. Seeds {record['seeds']}; paper profile with "
         f"`{json.dumps(record['overrides'])}`; {record['units']} units, "
         f"`dvc repro` {record['dvc_repro_seconds']:.0f} s; {record['date']}, commit "
         f"`{record['commit'][:10]}`{' (dirty)' if record['dirty'] else ''}, "
@@ -252,9 +330,9 @@ def run_probe(
     }
     log(f"probe {name}: {slug} at the paper profile + {overrides}, seeds {seeds}, in {work}")
     t0 = time.perf_counter()
-    proc = subprocess.run(["dvc", "repro", f"train@{slug}"], cwd=work, env=env)
+    returncode = repro(work, slug, env, log)
     seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
+    if returncode != 0:
         raise ProbeError(f"dvc repro train@{slug} failed after {seconds:.0f} s (copy: {work})")
     units = unit_signals(work / "data" / "checkpoints" / slug, work / "data" / "runtime" / slug)
     variants = summarise(units)
@@ -275,6 +353,7 @@ def run_probe(
         "dirty": bool(_git(root, "status", "--porcelain", "--", ".", ":!docs/results")),
         "machine": machine(),
     }
+    check_blind(record)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(record, indent=2) + "\n")
     (out / f"{name}.md").write_text(to_markdown(record))

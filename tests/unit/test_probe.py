@@ -1,10 +1,14 @@
 """Training-signal probes (reprolab.probe): the signals read from checkpoint histories
-against values worked out by hand, overrides parsed as YAML, and a bad setting refused
-before any copy or compute."""
+against values worked out by hand, no validation or test value of a compared variant in
+what a probe writes, returns or prints, overrides parsed as YAML, and a bad setting
+refused before any copy or compute."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -55,10 +59,11 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
     first, second, third = rows
     assert first["length"] == 3 and first["last_train_loss"] == 0.5
     assert first["mid_train_loss"] == 1.0 and second["mid_train_loss"] == 1.0  # entries 1, 0
-    assert first["best_val_loss"] == 1.2 and first["best_val_acc"] == 0.6
-    assert first["gap_acc"] == pytest.approx(1.0 - 0.5)
+    assert first["last_train_acc"] == 1.0 and "last_train_acc" not in second
     assert second["length"] == 5 and second["stopped_early"] == 1.0  # stop_epoch wins
-    assert "gap_acc" not in second  # no train accuracy in its history
+    # no validation quantity is read (the allow-list of training keys)
+    assert not any(probe.is_held_out(k) for r in rows for k in r)
+    assert not any("val" in k or "gap" in k for r in rows for k in r)
     assert third == {
         "unit": third["unit"],
         "task": "g2",
@@ -71,10 +76,10 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
     a, b = probe.summarise(rows)
     assert (a["variant"], a["units"], b["units"]) == ("a", 2, 1)
     assert a["length"] == {"mean": 4.0, "min": 3.0, "max": 5.0}
-    assert a["best_val_acc"]["mean"] == pytest.approx((0.6 + 0.8) / 2)
+    assert a["last_train_loss"]["mean"] == pytest.approx((0.5 + 0.2) / 2)
     assert a["train_seconds"] == {"mean": 3.0, "min": 2.0, "max": 4.0}
     assert a["stopped_early"] == {"mean": 1.0, "min": 1.0, "max": 1.0}  # of those that say
-    assert probe.by_task(rows) == {"g1": {"a": pytest.approx(0.7)}}
+    assert probe.by_task(rows) == {"g1": {"a": 1.0}}  # the last training accuracy
     text = probe.to_markdown(
         {
             "name": "x",
@@ -88,10 +93,10 @@ def test_unit_signals_and_their_summary_match_the_histories(trained):
             "dirty": False,
             "machine": {},
             "variants": [a, b],
-            "best_val_acc_by_task": {},
+            "last_train_acc_by_task": {},
         }
     )
-    assert "| a | 2 | 4 [3, 5] |" in text and "no test metric" in text
+    assert "| a | 2 | 4 [3, 5] |" in text and "no validation or test metric" in text
     # the method's own signal gets a column of its own, empty for variants without it
     header = next(line for line in text.splitlines() if line.startswith("| variant"))
     assert header.endswith("| dist_ab_rel |")
@@ -163,3 +168,138 @@ def test_a_probe_is_one_look_at_its_seeds_whatever_the_evidence_plan():
     )
     assert cfg.evidence.seeds(params["seeds"]["paper"]) == [100, 101]
     assert cfg.max_new_tokens == 64
+
+
+#: a bdia-like probe: two compared variants on two tasks, histories with validation and
+#: test quantities (values no other field of the record can hold by chance)
+BDIA_UNITS = {
+    Unit(task, variant, seed): (variant, task, seed)
+    for variant in ("bdia", "standard")
+    for task in ("mnist", "fashion_mnist")
+    for seed in (100, 101)
+}
+HELD_OUT_NAMES = ("val_acc", "val_loss", "test_acc", "best_val", "gap_acc", "val_miou", "val acc")
+
+
+def _bdia_history(variant: str, task: str, seed: int) -> list[dict]:
+    k = ("bdia", "standard").index(variant) * 4 + ("mnist", "fashion_mnist").index(task) * 2
+    k += seed - 100  # 0..7: a distinct value per unit
+    return [
+        {
+            "epoch": e,
+            "train_loss": 0.05 / e + k * 1e-5,
+            "train_acc": 0.9 + 0.01 * e,
+            "val_loss": 0.613579 + k * 0.011 + e * 1e-6,
+            "val_acc": 0.724681 + k * 0.013 - e * 1e-6,
+            "test_acc": 0.835791 + k * 0.007,
+        }
+        for e in (1, 2, 3)
+    ]
+
+
+def _held_out_values() -> list[float]:
+    """Every validation or test value of the histories and the gap they make."""
+    out = []
+    for variant, task, seed in BDIA_UNITS.values():
+        history = _bdia_history(variant, task, seed)
+        for h in history:
+            out += [h["val_loss"], h["val_acc"], h["test_acc"]]
+        out.append(history[-1]["train_acc"] - history[-1]["val_acc"])
+    return out
+
+
+class _FakeRepro:
+    """Stands in for ``dvc repro train@bdia`` (the ``subprocess`` module probe.py
+    calls): writes the checkpoints and the train stage's timings the train stage would,
+    and prints the train stage's per-unit line (last history entry and signals)."""
+
+    PIPE = subprocess.PIPE
+    STDOUT = subprocess.STDOUT
+    CompletedProcess = subprocess.CompletedProcess
+
+    def __init__(self):
+        self.calls = []
+
+    def _train(self, cmd, cwd) -> list[str]:
+        assert cmd[:2] == ["dvc", "repro"], cmd  # nothing else runs through here
+        self.calls.append(cmd)
+        ckpt = Path(cwd) / "data" / "checkpoints" / "bdia"
+        runtime = Path(cwd) / "data" / "runtime" / "bdia"
+        ckpt.mkdir(parents=True)
+        runtime.mkdir(parents=True)
+        lines, seconds = [], {}
+        for i, (unit, key) in enumerate(BDIA_UNITS.items()):
+            history = _bdia_history(*key)
+            signals = {"dist_ab_rel": 0.25, "val_miou": 0.4681357}
+            torch.save(
+                {"state": {}, "history": history, "signals": signals}, ckpt / f"{unit.id}.pt"
+            )
+            seconds[unit.id] = {"train_seconds": 10.0 + i}
+            shown = ", ".join(f"{k}={v:.4g}" for k, v in {**history[-1], **signals}.items())
+            lines.append(f"  {unit.id}: val nmse {signals['val_miou']}\n")  # a method's own
+            lines.append(f"train@bdia [{i + 1}/{len(BDIA_UNITS)}] {unit.id}: {shown} (1.0s)\n")
+        units = {"units": [u.as_json() for u in BDIA_UNITS]}
+        (ckpt / "units.json").write_text(json.dumps(units))
+        (runtime / "train.json").write_text(json.dumps({"units": seconds}))
+        return ["Running stage 'train@bdia':\n", *lines]
+
+    def run(self, cmd, cwd=None, **kwargs):  # how the probe ran dvc before it read its log
+        for line in self._train(cmd, cwd):
+            print(line, end="")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    def Popen(self, cmd, cwd=None, **kwargs):  # noqa: N802 (subprocess's name)
+        lines = self._train(cmd, cwd)
+
+        class Proc:
+            stdout = iter(lines)
+            returncode = 0
+
+            def wait(self):
+                return 0
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        return Proc()
+
+
+def test_a_bdia_like_probe_shows_no_validation_or_test_value(tmp_path, monkeypatch, capsys):
+    """The record run_probe writes (.json and .md), returns and prints holds the
+    training loss of both compared variants and none of their validation or test
+    values, under any name; dvc repro and the project copy are stood in for."""
+    from tests.conftest import ROOT
+
+    fake = _FakeRepro()
+    work = tmp_path / "work"
+    monkeypatch.setattr(probe, "subprocess", fake)
+    monkeypatch.setattr(probe.scratch, "copy_project", lambda root, dest, params: None)
+    monkeypatch.setattr(probe.tempfile, "mkdtemp", lambda **kw: str(work.mkdir() or work))
+    logged: list[str] = []
+    out = tmp_path / "probes"
+    record = probe.run_probe(ROOT, "bdia", {"epochs": 3}, "blind", out=out, log=logged.append)
+    assert fake.calls == [["dvc", "repro", "train@bdia"]]
+    record_json = (out / "blind.json").read_text()
+    record_md = (out / "blind.md").read_text()
+    shown = "\n".join(logged) + capsys.readouterr().out
+    outputs = {"json": record_json, "md": record_md, "returned": json.dumps(record), "shown": shown}
+    # the training loss is there, for each compared variant
+    rows = {v["variant"]: v for v in record["variants"]}
+    assert set(rows) == {"bdia", "standard"}
+    last_loss = [h[-1]["train_loss"] for h in map(lambda k: _bdia_history(*k), BDIA_UNITS.values())]
+    assert rows["bdia"]["last_train_loss"]["min"] == pytest.approx(min(last_loss[:4]))
+    assert rows["standard"]["last_train_loss"]["max"] == pytest.approx(max(last_loss[4:]))
+    assert rows["bdia"]["length"]["mean"] == 3.0 and rows["bdia"]["dist_ab_rel"]["mean"] == 0.25
+    assert "last train loss" in record_md and f"{min(last_loss[:4]):.4g}" in record_md
+    # the train stage's unit lines are shown, their training values only
+    assert shown.count("train@bdia [") == len(BDIA_UNITS) and "train_loss=" in shown
+    # no validation or test value, in full or as the markdown and the log round it
+    for name, text in outputs.items():
+        for value in [*_held_out_values(), 0.4681357]:
+            for form in (repr(value), f"{value:.4g}", f"{value:.3f}"):
+                assert not re.search(rf"(?<![\d.]){re.escape(form)}", text), (name, value, form)
+        for key in HELD_OUT_NAMES:
+            assert key not in text, (name, key)
