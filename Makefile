@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # preload, the test tools, and the modules every `dvc repro` imports lazily.
 export WARM_IMPORTS := from reprolab.ops import worker; worker.preload(); import dvc.cli, dvc.repo, dvc.daemon, dvc.info, dulwich.porcelain, prefect, prefect.flows, pytest, xdist, art, mapie, rdkit.Chem
 
-.PHONY: venv run test test-slow bench ui data lint format prefect-server serve paper probe trigger mlflow-server
+.PHONY: help venv run test test-slow bench ui data lint format prefect-server serve paper probe trigger mlflow-server
 
 venv: $(STAMP)
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
@@ -34,10 +34,15 @@ $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 	$(BIN)/python -c "$$WARM_IMPORTS"
 	touch $(STAMP)
 
+# `make help`: the targets below whose line ends in a `## ` comment, with that comment.
+# Not the default goal (that stays venv, the first target above).
+help: ## this list
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  make %-15s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+
 # The preloaded stage worker (src/reprolab/ops/worker.py) imports torch, Lightning, MLflow ...
 # once, so each stage process DVC starts skips ~2-6 s of imports; it is stopped when
 # dvc repro ends, whatever the outcome (and exits by itself after 10 idle minutes).
-run: venv
+run: venv ## the whole pipeline (dvc repro, smoke profile) with the stage worker
 	$(BIN)/python -m reprolab worker start || echo "no stage worker: stages run in-process"
 	trap '$(BIN)/python -m reprolab worker stop' EXIT; $(BIN)/dvc repro
 	@echo "claims: data/reports/claims.md  |  MLflow UI: make ui"
@@ -48,16 +53,16 @@ run: venv
 # handed out in collection order (--no-loadscope-reorder; xdist would otherwise sort
 # them by test count), which tests/conftest.py sets: the long pipeline modules first.
 TEST_WORKERS ?= 2
-test: venv
+test: venv ## the fast tests (not slow) on TEST_WORKERS=2 pytest workers
 	bash scripts/system_deps.sh
 	$(BIN)/python -m pytest -m "not slow" -q --durations=15 -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
-test-slow: venv
+test-slow: venv ## the slow tests (pytest -m slow; some need a browser, installed first)
 	bash scripts/system_deps.sh
 	bash scripts/system_deps.sh --browser
 	$(BIN)/python -m pytest -m slow -q --durations=15
 
-bench: venv
+bench: venv ## every benchmark, results into bench/results/
 	$(BIN)/python bench/bench_pipeline.py --out bench/results/latest.json
 	$(BIN)/python bench/bench_quant.py --out bench/results/quant.json
 	$(BIN)/python bench/bench_noop.py --out bench/results/noop.json
@@ -73,29 +78,29 @@ bench: venv
 	$(BIN)/python bench/bench_bit_dgdm_memory.py --out bench/results/bit_dgdm_memory.json
 
 # MLflow UI over the store named in mlflow.env, on loopback only.
-ui: venv
+ui: venv ## MLflow UI over mlflow.env's store (127.0.0.1:5000; REPROLAB_UI_PORT)
 	@echo "MLflow UI: http://127.0.0.1:$${REPROLAB_UI_PORT:-5000}/#/experiments?workflowType=machine_learning"
 	set -a; source mlflow.env; set +a; \
 	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000} --workers 1
 
 # MLflow tracking server on PostgreSQL (loopback; src/reprolab/ops/mlflow_server.py). Point
 # mlflow.env at it: MLFLOW_TRACKING_URI=http://127.0.0.1:5001
-mlflow-server: venv
+mlflow-server: venv ## MLflow tracking server on PostgreSQL (127.0.0.1:5001)
 	$(BIN)/python -m reprolab mlflow-server --port $${REPROLAB_MLFLOW_PORT:-5001} --pg-port $${REPROLAB_PG_PORT:-5433}
 
 # Local Prefect server (loopback) and the scheduled deployments.
 # The dashboard is on (loopback only): REPROLAB_PREFECT_UI=false turns it off.
-prefect-server: venv
+prefect-server: venv ## local Prefect server and dashboard (127.0.0.1:4200)
 	PREFECT_UI_ENABLED=$${REPROLAB_PREFECT_UI:-true} $(BIN)/prefect server start --host 127.0.0.1 --port 4200
 
-serve: venv
+serve: venv ## serve the scheduled Prefect deployments (needs prefect-server)
 	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
 
 # Trigger a served deployment by hand; says within seconds when no server answers
 # (`prefect deployment run` alone waits and then reports the deployment as not found).
 DEPLOYMENT ?= reproduce-all/nightly
 PREFECT_API_URL ?= http://127.0.0.1:4200/api
-trigger: venv
+trigger: venv ## run a served deployment now: [DEPLOYMENT=reproduce-all/nightly] [PARAMS=json]
 	@$(BIN)/python scripts/prefect_up.py "$(PREFECT_API_URL)"
 	PREFECT_API_URL=$(PREFECT_API_URL) $(BIN)/prefect deployment run $(DEPLOYMENT) $(if $(PARAMS),--params '$(PARAMS)') --watch
 
@@ -112,19 +117,19 @@ SEEDS ?=
 AMEND ?=
 REPLAY ?=
 LEDGER_ONLY ?=
-paper: venv
+paper: venv ## paper-profile rounds into docs/results/: METHODS="a b" [SEEDS=] [AMEND=] [REPLAY=1]
 	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1] [RESUME=<copy>]'; exit 2)
 	bash scripts/system_deps.sh --paper
 	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
 
 # A candidate paper-profile setting's training signals (no evaluate): before the ledger
-probe: venv
+probe: venv ## a candidate paper setting's training signals: METHOD= NAME= [SET=] [SEEDS=]
 	@test -n "$(METHOD)" -a -n "$(NAME)" || (echo 'usage: make probe METHOD=grokformer NAME=regime [SET="epochs=2000 patience=200"] [SEEDS=100]'; exit 2)
 	bash scripts/system_deps.sh --paper
 	$(BIN)/python scripts/probe.py $(METHOD) --name $(NAME) $(if $(SET),--set $(SET)) $(if $(SEEDS),--seeds $(SEEDS))
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
-data:
+data: ## Fashion-MNIST for the paper profile into data/raw/fashion-mnist/
 	mkdir -p data/raw/fashion-mnist data/raw/.deb
 	cd data/raw/.deb && (apt-get download dataset-fashion-mnist || (apt-get update -qq && apt-get download dataset-fashion-mnist))
 	dpkg -x data/raw/.deb/dataset-fashion-mnist_*.deb data/raw/.deb/root
@@ -132,8 +137,8 @@ data:
 	rm -rf data/raw/.deb
 	ls -l data/raw/fashion-mnist
 
-lint: venv
+lint: venv ## ruff format --check and ruff check
 	$(BIN)/ruff format --check . && $(BIN)/ruff check .
 
-format: venv
+format: venv ## ruff format and ruff check --fix
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .

@@ -14,6 +14,8 @@ Two kinds of commands, routed in one place each:
   to the project's preloaded worker if one is running (see :mod:`reprolab.ops.worker`),
   whose stage process calls the same ``cli.main``; otherwise it runs here, in-process,
   exactly as without a worker.
+
+``--version`` is answered by the stage router at once, without a worker.
 """
 
 import os
@@ -23,6 +25,10 @@ from reprolab.ops import portable, run_command
 
 
 def _run(argv: list[str]) -> int:
+    if argv[:1] == ["--version"]:  # no worker, no portable settings, no registry
+        from reprolab.cli import main
+
+        return main(argv)  # prints the version and exits 0
     try:  # before torch is imported, here or in the worker's preload
         portable.apply()
     except portable.PortableError as exc:

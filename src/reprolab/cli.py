@@ -16,12 +16,81 @@ from reprolab import ops
 from reprolab.paths import STAGES
 
 
+def version() -> str:
+    """The installed package's version (its metadata), or pyproject.toml's in a source
+    tree that is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("reprolab")
+    except metadata.PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        try:
+            return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: like argparse's own, but the version is looked up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs) -> None:
+        kwargs.setdefault("help", "print the version of reprolab and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"reprolab {version()}")
+        parser.exit()
+
+
+class _Slugs:
+    """The registered method slugs as a stage's ``choices``, read (folder names under
+    ``reprolab/methods/``, no method imported) only when a stage command is parsed or its
+    help printed: the other commands do not import the registry (and pydantic)."""
+
+    def _all(self) -> list[str]:
+        from reprolab import registry
+
+        return registry.slugs()
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self._all()
+
+    def __iter__(self):
+        return iter(self._all())
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """The commands' parser: a stage's unknown slug is the registry's one-line error
+    (exit 2) naming the registered methods, as the stage itself words it, instead of
+    argparse's usage block and "invalid choice"."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # argparse's one check of `choices` (a private hook, unchanged since Python 3.2)
+        if action.dest == "slug":
+            from reprolab import registry
+
+            try:
+                registry.check_slug(str(value))
+            except registry.UnknownMethodError as exc:
+                self.exit(2, f"error: {exc}\n")
+        super()._check_value(action, value)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="reprolab", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     for stage in STAGES:
         p = sub.add_parser(stage, help=f"run the {stage} stage of one method")
-        p.add_argument("slug")
+        p.add_argument(
+            "slug",
+            choices=_Slugs(),
+            metavar="slug",
+            help="the method, one of the registered slugs (python -m reprolab list): %(choices)s",
+        )
     p = sub.add_parser("asset", help="build one shared asset into data/assets/<name>")
     p.add_argument("name")
     sub.add_parser("report", help="write data/reports/claims.md from every method's claims")

@@ -992,7 +992,9 @@ def _tail(path: str, lines: int = 20) -> str:
 
 
 def command(argv: list[str]) -> int:
-    """``python -m reprolab worker start|stop|status|serve [--idle S]``."""
+    """``python -m reprolab worker start|stop|status|serve [--idle S]``. ``status`` exits
+    0 whether a worker runs or not (it prints "not running" when none answers); 2 outside
+    a project, 1 when a worker cannot be started or stopped."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -1023,9 +1025,9 @@ def command(argv: list[str]) -> int:
         if args.action == "stop":
             return stop(root)
         info = status(root)
-        if info is None:
-            print(f"reprolab worker: none running for {root}")
-            return 3
+        if info is None:  # a state, not a failure: exit 0, as with a worker running
+            print(f"reprolab worker: not running for {root}")
+            return 0
         up = time.time() - info["started"]
         print(
             f"reprolab worker running: pid {info['pid']}, up {up:.0f} s, "
