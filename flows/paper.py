@@ -1,7 +1,7 @@
 """The paper-profile run as a Prefect flow: the same sequential rounds as ``make paper``
 (``reprolab.paper.PaperRun``), with each round's decisions in the flow's log and as a
-markdown artifact (``paper-round-<n>``), and the scoreboard (``scoreboard``) and the
-by-seed readings (``by-seed``) published at the end.
+markdown artifact (``paper-round-<n>``), and the scoreboard (``scoreboard``) published
+at the end.
 
     python -c "from flows.paper import paper; paper(['hyper_attention'])"
     prefect deployment run paper/on-demand -p methods='["hyper_attention"]'   # when served
@@ -18,6 +18,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
+from reprolab.core.claims import DECISIVE
 from reprolab.paper import MethodRounds, PaperRun
 from reprolab.paths import project_root
 
@@ -29,7 +30,7 @@ def _round_markdown(number: int, state: dict[str, MethodRounds]) -> str:
             continue
         entry = st.rounds[-1]
         verdicts = entry["verdicts"]
-        decided = sum(v in ("reproduced", "not_reproduced") for v in verdicts.values())
+        decided = sum(v in DECISIVE for v in verdicts.values())
         lines += [
             f"## {slug}: {decided} of {len(verdicts)} claims decided",
             "",
@@ -82,10 +83,7 @@ def paper(
     state = run.run()
     results = project / "docs" / "results"
     if (results / "README.md").is_file() and seeds is None and not replay:
-        for key, name, what in (
-            ("scoreboard", "README.md", "central claims"),
-            ("by-seed", "by-seed.md", "paired verdicts read with the seed as the replicate"),
-        ):
+        for key, name, what in (("scoreboard", "README.md", "central claims"),):
             if (results / name).is_file():
                 create_markdown_artifact(
                     key=key, markdown=(results / name).read_text(), description=what

@@ -117,6 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
     p = sub.add_parser(
+        "reread",
+        help="evaluate the committed results again under the current analysis, from their "
+        "committed metrics (no compute); rewrites docs/results/<slug>/claims.json",
+        add_help=False,
+        prefix_chars="\0",
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p = sub.add_parser(
         "compare",
         help="compare two results folders of a method (verdicts, metric drift); "
         "exit 1 when a verdict differs",
@@ -175,6 +183,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{slug}\t{registry.get(slug).title}")
             return 0
         root = project_root(Path.cwd())
+        if args.command == "reread":
+            from reprolab import reread
+
+            try:
+                return reread.main(args.args, root)
+            except reread.RereadError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
         if args.command == "scoreboard":
             from reprolab import scoreboard
 

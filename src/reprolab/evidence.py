@@ -27,8 +27,10 @@ from reprolab.contract import MethodSpec, Unit
 
 
 def headline(claims: list[dict]) -> dict[str, dict]:
-    """Each claim's headline result (at fp32, or the scheme it is about)."""
-    return {c["id"]: c for c in claims if c.get("headline")}
+    """Each claim's headline result, by claim id (``core.claims.is_headline``)."""
+    from reprolab.core.claims import is_headline
+
+    return {c["id"]: c for c in claims if is_headline(c)}
 
 
 def why_not_more(result: dict, plan: Any) -> str:

@@ -66,6 +66,7 @@ from typing import Any
 import yaml
 
 from reprolab import compare, evidence, ledger, registry
+from reprolab.core.claims import DECISIVE, opposite
 from reprolab.core.machine import machine
 from reprolab.ops import children, scratch, worker
 
@@ -498,10 +499,7 @@ class PaperRun:
         st.minutes += minutes
         heads = evidence.headline(claims)
         for cid, result in heads.items():
-            if (
-                result["verdict"] in ("reproduced", "not_reproduced")
-                and cid not in st.decided_round
-            ):
+            if result["verdict"] in DECISIVE and cid not in st.decided_round:
                 st.decided_round[cid] = number
         avoid = set()
         decision, reasons = evidence.plan_round(spec, cfg, list(project.seeds), claims, avoid)
@@ -514,7 +512,7 @@ class PaperRun:
             "verdicts": {cid: r["verdict"] for cid, r in heads.items()},
         }
         st.rounds.append(entry)
-        decided = sum(r["verdict"] in ("reproduced", "not_reproduced") for r in heads.values())
+        decided = sum(r["verdict"] in DECISIVE for r in heads.values())
         self.log(
             f"{slug}: round {number}: {decided} of {len(heads)} claims decided, "
             f"{minutes:.1f} min of compute ({st.minutes:.1f} of {cfg.evidence.budget_minutes:g})"
@@ -783,11 +781,11 @@ def compare_blocks(pooled: Path, block: Path) -> tuple[str, dict]:
         differ += va != vb
         # the block disagrees when it decides the other way (or decides where the pool
         # decided the other way); an inconclusive block is only less evidence
-        opposite = {va, vb} == {"reproduced", "not_reproduced"}
-        disagree += opposite
-        if opposite:
+        other_side = opposite(va, vb)
+        disagree += other_side
+        if other_side:
             flagged.append(key[0])
-        mark = "yes" if va == vb else "**no (opposite)**" if opposite else "no"
+        mark = "yes" if va == vb else "**no (opposite)**" if other_side else "no"
         lines.append(f"| {key[0]} | {key[1]} | {va} | {vb} | {ma:.4g} | {mb:.4g} | {mark} |")
     lines += [
         "",

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from reprolab import config
+from reprolab.core.claims import VERDICTS
 from reprolab.core.tracking import flatten
 from tests.conftest import BIN, tool_env
 
@@ -255,7 +256,7 @@ def test_verdict_tags_are_searchable(recorded, rest: Rest, reproduced: Path):
     exp_id = recorded["exp"]["experiment_id"]
     evaluate = _id(recorded["stages"]["evaluate"])
     chain = _id(recorded["chain"])
-    verdicts = ("reproduced", "not_reproduced", "inconclusive")
+    verdicts = tuple(v for v in VERDICTS if v != "out_of_reach")
     for c in claims:
         key = f"verdict.{c['id']}.{c['precision']}"
         assert c["verdict"] in verdicts

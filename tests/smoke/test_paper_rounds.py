@@ -74,7 +74,7 @@ def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project, flo
     assert flow["state"] == "COMPLETED"
     rounds = flow["result"][METHOD]["rounds"]
     assert set(flow["artifacts"]) >= {*(f"paper-round-{i}" for i in range(1, rounds + 1))}
-    assert {"scoreboard", "by-seed"} <= set(flow["artifacts"])
+    assert {"scoreboard"} <= set(flow["artifacts"])
     out = root / "docs" / "results" / METHOD
     info = json.loads((out / "run.json").read_text())
     claims = json.loads((out / "claims.json").read_text())

@@ -204,7 +204,8 @@ def test_unit_parameters_are_columns_and_keys_of_pairing():
     pivot = claims.wide(t, "err")
     assert len(pivot) == 6  # (seed, beta) pairs: a beta is never averaged away
     measured = PairedDifference("m", "b").evaluate(t, "err").measured
-    assert measured["n"] == 6 and measured["value"] == pytest.approx((1.0 * 3 + 4.0 * 3) / 6)
+    # 6 pairs in 3 seeds: the seed is the replicate (each seed's two betas averaged)
+    assert measured["n"] == 3 and measured["value"] == pytest.approx((1.0 * 3 + 4.0 * 3) / 6)
 
 
 def test_units_differing_only_in_an_undeclared_parameter_are_an_error():

@@ -186,35 +186,51 @@ def test_the_committed_scoreboard_matches_the_committed_results():
     )
     rows = scoreboard.rows(ROOT)
     assert len(rows) == 19 and len({r["method"] for r in rows}) == 19
-    for r in rows:  # each row's verdict is the central claim's headline verdict on file
+    for r in rows:  # each row's run verdict is the central claim's headline verdict on file
         claims = json.loads((ROOT / "docs" / "results" / r["method"] / "claims.json").read_text())
         head = [
             c
             for c in claims
             if c["id"] == r["claim"] and c.get("headline", c["precision"] == "fp32")
         ]
-        assert head and head[0]["verdict"] == r["verdict"]
+        assert head and head[0]["verdict"] == r["run_verdict"]
+        assert r["verdict"] in (r["run_verdict"], "did_not_replicate")
+
+
+def _head(verdict: str, value: float = 0.05, sd: float = 0.02, n: int = 5) -> dict:
+    measured = {"value": value, "sd": sd, "n": n, "unit": "seed", "ci_low": 0.0, "ci_high": 0.1}
+    return {
+        "id": "c1",
+        "precision": "fp32",
+        "headline": True,
+        "verdict": verdict,
+        "measured": measured,
+    }
 
 
 def test_a_held_out_block_of_an_earlier_setting_is_labelled_not_flagged(tmp_path):
     """A block run before an amendment that the pooled run follows tested the earlier
-    setting: it is shown as such and never flagged as disagreeing."""
+    setting: it is shown as such and never counted as not replicating."""
     block = tmp_path / "m" / "seeds-100-101-102"
     _results(block, [100, 101, 102], {"c1": ("not_reproduced", -0.1)})
     info = json.loads((block / "run.json").read_text())
     (block / "run.json").write_text(json.dumps({**info, "date": "2026-01-02T00:00:00+00:00"}))
     amend = [{"date": "2026-01-03T00:00:00+00:00"}]
-    before = scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", "reproduced")
-    assert before == "seeds 100-102: not reproduced **disagrees**"
-    after = scoreboard._held_out(
-        tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-04T00:00:00+00:00"
+    text, failed = scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", _head("reproduced"))
+    assert (
+        failed
+        and "not reproduced" in text
+        and "**did not replicate** (decides the other way)" in text
     )
-    assert after == "seeds 100-102 (earlier setting): not reproduced"
+    after = scoreboard._held_out(
+        tmp_path, "m", [0, 1, 2], "c1", _head("reproduced"), amend, "2026-01-04T00:00:00+00:00"
+    )
+    assert after == ("seeds 100-102 (earlier setting): not reproduced", False)
     # an amendment after the pooled run too: block and pool tested the same setting
     same = scoreboard._held_out(
-        tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-02T12:00:00+00:00"
+        tmp_path, "m", [0, 1, 2], "c1", _head("reproduced"), amend, "2026-01-02T12:00:00+00:00"
     )
-    assert same == before
+    assert same == (text, True)
 
 
 def test_a_resumed_run_takes_an_amended_budget_and_nothing_else(tmp_path):
@@ -246,34 +262,39 @@ def test_a_resumed_run_takes_an_amended_budget_and_nothing_else(tmp_path):
     assert budget(saved, "dp_noise") == before["dp_noise"]  # the copy's params untouched
 
 
-def test_a_held_out_interval_disjoint_from_the_pooled_one_is_flagged(tmp_path):
-    """An inconclusive block whose interval misses the pooled interval is flagged (the
-    estimate moved with the seeds); an overlapping one is not; an earlier setting never."""
-    block = tmp_path / "m" / "seeds-50-51-52"
+def test_a_held_out_block_that_differs_at_the_unit_did_not_replicate(tmp_path):
+    """An inconclusive block whose seed values differ from the run's (Welch's t on the
+    summaries) did not replicate it; a block that agrees did, and is pooled with it; an
+    earlier setting is never counted."""
+    block = tmp_path / "m" / "seeds-50-51-52-53-54"
     block.mkdir(parents=True)
-    (block / "run.json").write_text(json.dumps({"seeds": [50, 51, 52], "date": "2026-01-05"}))
+    (block / "run.json").write_text(
+        json.dumps({"seeds": [50, 51, 52, 53, 54], "date": "2026-01-05"})
+    )
 
-    def write(low, high):
-        measured = {"value": (low + high) / 2, "ci_low": low, "ci_high": high}
+    def write(value, sd):
+        measured = {
+            "value": value,
+            "sd": sd,
+            "n": 5,
+            "unit": "seed",
+            "ci_low": value - 0.03,
+            "ci_high": value + 0.03,
+        }
         claim = {"id": "c1", "precision": "fp32", "verdict": "inconclusive", "headline": True}
         (block / "claims.json").write_text(json.dumps([{**claim, "measured": measured}]))
 
-    pooled = (0.023, 0.068)
-    write(-0.035, 0.014)
-    flagged = scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", "reproduced", pooled_ci=pooled)
-    assert flagged == (
-        "seeds 50-52: inconclusive **-0.0105 [-0.035, +0.014]: disjoint from the pooled interval**"
-    )
-    write(-0.010, 0.030)  # overlaps [0.023, 0.068]
-    assert scoreboard._held_out(tmp_path, "m", [0, 1, 2], "c1", "reproduced", pooled_ci=pooled) == (
-        "seeds 50-52: inconclusive"
-    )
-    write(-0.035, 0.014)
+    run = _head("reproduced", value=0.045, sd=0.0106)
+    write(-0.010, 0.039)  # rotation_fusion's two blocks
+    text, failed = scoreboard._held_out(tmp_path, "m", [0, 1, 2, 3, 4], "c1", run)
+    assert failed and "Welch p = 0.03" in text and "pooled +0.0175" in text
+    write(0.040, 0.012)  # agrees with the run
+    text, failed = scoreboard._held_out(tmp_path, "m", [0, 1, 2, 3, 4], "c1", run)
+    assert not failed and "did not replicate" not in text and "over 10 units" in text
+    write(-0.010, 0.039)
     amend = [{"date": "2026-01-06"}]
-    earlier = scoreboard._held_out(
-        tmp_path, "m", [0, 1, 2], "c1", "reproduced", amend, "2026-01-07", pooled
-    )
-    assert earlier == "seeds 50-52 (earlier setting): inconclusive"
+    earlier = scoreboard._held_out(tmp_path, "m", [0, 1, 2, 3, 4], "c1", run, amend, "2026-01-07")
+    assert earlier == ("seeds 50-54 (earlier setting): inconclusive", False)
 
 
 def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):

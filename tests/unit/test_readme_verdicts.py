@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reprolab import registry, scoreboard
+from reprolab.core.claims import VERDICT_TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,8 +45,8 @@ def test_the_committed_readmes_hold_the_verdicts_on_file():
         claims = json.loads(path.read_text()) if path.is_file() else []
         for c in claims:
             cells = _row(block, c["id"], c["precision"])
-            assert cells[2].strip("*") == c["verdict"].replace("_", " "), (slug, c["id"])
-            assert cells[4] == str(c["measured"].get("n", "")), (slug, c["id"])
+            assert cells[2].strip("*") == VERDICT_TEXT[c["verdict"]], (slug, c["id"])
+            assert cells[5] == str(c["measured"].get("n", "")), (slug, c["id"])
 
 
 def _write_results(results: Path, slug: str) -> None:
@@ -103,19 +104,21 @@ def test_a_block_is_the_results_rows(tmp_path):
         "`beats_hsja` (central)",
         "fp32",
         "**not reproduced**",
+        "",  # no size reading on file (results from before it)
         "+0.5 [+0.1, +0.9]",
         "20",
+        "seed, t",  # results from before the unit was recorded: the defaults
         "0-9",
         "< +0",  # ttba's registered check: ttba - hsja below 0
         "smaller / than HSJA",  # a '|' would split the cell
         "round 2 of 2",
     ]
     quantized = _row(block, "beats_hsja", "int8_dynamic")
-    assert quantized[0] == "" and quantized[2] == "inconclusive" and quantized[7] == "(as above)"
-    assert quantized[8] == ""  # quantized rows read their headline row's seeds
+    assert quantized[0] == "" and quantized[2] == "inconclusive" and quantized[9] == "(as above)"
+    assert quantized[10] == ""  # quantized rows read their headline row's seeds
     undecided = _row(block, "two_thirds", "fp32")
-    assert undecided[5] == "0, 2"
-    assert undecided[8] == "undecided after 2: the plan's last look (20 seeds) is reached"
+    assert undecided[7] == "0, 2"
+    assert undecided[10] == "undecided after 2: the plan's last look (20 seeds) is reached"
     missing = scoreboard.method_block(tmp_path, "bdia", readme, results)
     assert "No paper-profile results on file" in missing
 

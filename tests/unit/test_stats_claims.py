@@ -209,12 +209,13 @@ def test_threshold_against_closed_form_interval():
     assert lower.verdict == "reproduced"
 
 
-def test_paired_difference_pools_tasks_and_seeds():
+def test_paired_difference_averages_tasks_within_a_seed():
     from reprolab.core.claims import PairedDifference
 
     t = table({"t1": 0.05, "t2": 0.03})
     v = PairedDifference("m", "b").evaluate(t, "acc")
-    assert v.verdict == "reproduced" and v.measured["n"] == 8
+    # 8 pairs from 4 seeds: the seed is the replicate
+    assert v.verdict == "reproduced" and v.measured["n"] == 4
     assert v.measured["value"] == pytest.approx(0.04, abs=0.002)
     assert PairedDifference("b", "m").evaluate(t, "acc").verdict == "not_reproduced"
     within = PairedDifference("m", "b", margin=0.04, higher_is_better=False).evaluate(t, "acc")
@@ -297,14 +298,14 @@ def test_trend_spearman_within_settings():
     table = _long(rows, ["beta", "c"])
     v = Trend("m", "beta").evaluate(table, "plateau")
     verdict, measured = v.verdict, v.measured
-    # rank correlations: 1, 0.5, 1 -> mean 5/6, sd 0.2887, t(0.975, 2) = 4.3027
-    half = 4.302652729911275 * math.sqrt(1 / 12) / math.sqrt(3)
-    assert measured["value"] == pytest.approx(5 / 6)
-    assert measured["ci_low"] == pytest.approx(5 / 6 - half)
-    assert measured["ci_low"] == pytest.approx(0.1162, abs=1e-4)  # above 0
+    # rank correlations: seed 0 has 1 (c=1) and 1 (c=2), seed 1 has 0.5: the seed is the
+    # replicate, so the units are 1 and 0.5 -> mean 0.75, sd 0.3536, t(0.975, 1) = 12.706
+    half = 12.706204736174696 * math.sqrt(0.125) / math.sqrt(2)
+    assert measured["value"] == pytest.approx(0.75)
+    assert measured["ci_low"] == pytest.approx(0.75 - half)
     assert measured["mean_gap_largest_minus_smallest"] == pytest.approx((0.2 + 0.1 + 0.5) / 3)
-    # the verdict is the sign test: 3 of 3 positive is p = 1/8, not enough
-    assert measured["n"] == 3 and measured["sign_test_p"] == pytest.approx(1 / 8)
+    # the verdict is the sign test over seeds: 2 of 2 positive is p = 1/4, not enough
+    assert measured["n"] == 2 and measured["sign_test_p"] == pytest.approx(1 / 4)
     assert verdict == "inconclusive"
 
 

@@ -150,7 +150,7 @@ def test_task_has_a_weak_model_worse_than_the_target():
 
 def _table(values: dict[str, list[float]]) -> pd.DataFrame:
     rows = [
-        (f"task{i:03d}", v, 0, "fp32", "gain_minus_misfit", x)
+        (f"task{i:03d}", v, i, "fp32", "gain_minus_misfit", x)  # one task per seed
         for v, xs in values.items()
         for i, x in enumerate(xs)
     ]

@@ -23,10 +23,58 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from reprolab.core.stats import Interval, classify, interval, sign_test, t_interval
+from reprolab.core.stats import (
+    RULES,
+    Interval,
+    classify,
+    interval,
+    rule_interval,
+    sign_test,
+    unit_means,
+)
 
-VERDICTS = ("reproduced", "not_reproduced", "inconclusive", "out_of_reach")
-DECISIVE = ("reproduced", "not_reproduced")
+#: every verdict a claim can get. ``reproduced``: the interval clears the bound on the
+#: claimed side and is compatible with the paper's effect (or, where the paper gives no
+#: number, clears the smallest effect that matters); ``reproduced_smaller``: it clears the
+#: bound but excludes that size (an effect on the claimed side, smaller than the
+#: paper's); ``no_effect``: the interval holds the bound and lies within the equivalence
+#: margin of it (a TOST at the look's level); ``not_reproduced``: it lies on the other
+#: side; ``inconclusive``: none of these; ``out_of_reach``: not testable here
+VERDICTS = (
+    "reproduced",
+    "reproduced_smaller",
+    "no_effect",
+    "not_reproduced",
+    "inconclusive",
+    "out_of_reach",
+)
+#: the verdicts that decide a claim (its sequential rounds stop)
+DECISIVE = ("reproduced", "reproduced_smaller", "no_effect", "not_reproduced")
+#: the verdicts that find the claimed direction (whatever the size)
+SUPPORTED = ("reproduced", "reproduced_smaller")
+
+
+def opposite(a: str, b: str) -> bool:
+    """Whether two verdicts decide opposite sides (the claimed side, at any size, against
+    the other side)."""
+    return {a in SUPPORTED, b in SUPPORTED} == {True, False} and "not_reproduced" in (a, b)
+
+
+def is_headline(result: dict) -> bool:
+    """Whether a claims.json entry is its claim's headline result (at fp32, or the
+    scheme the claim is about; results written before the field existed: fp32)."""
+    return bool(result.get("headline", result.get("precision") == "fp32"))
+
+
+#: a verdict as the reports write it
+VERDICT_TEXT = {
+    "reproduced": "reproduced",
+    "reproduced_smaller": "reproduced, smaller",
+    "no_effect": "no effect that matters",
+    "not_reproduced": "not reproduced",
+    "inconclusive": "inconclusive",
+    "out_of_reach": "out of reach",
+}
 #: where a claim's paper value may come from: the abstract, the method's card, or a named
 #: place in the paper (a table, figure, section, theorem); "not in the paper text here"
 #: when neither the abstract nor the card has it
@@ -89,30 +137,63 @@ def paired(table: pd.DataFrame, metric: str, columns: str = "variant") -> pd.Dat
     return pd.concat([seeded, alone]).sort_index()
 
 
+#: what a claim's replicate is (the independent unit its interval counts): the seed by
+#: default, whose values (several tasks, pairs, configurations of one seed) are averaged
+#: into one before the interval; ``task``, ``group`` or ``pair`` only where the claim
+#: says why those are independent (``Claim.unit_reason``), and then every value counts
+UNITS = ("seed", "task", "group", "pair")
+
+
 @dataclass(frozen=True)
 class Level:
     """What a check's intervals and tests use: the two-sided ``confidence`` of its
     intervals (and ``1 - confidence`` as the two-sided level of its tests, half per
     direction), set by the look of the sequential plan (``look``; None: a fixed-n
-    analysis at 95%)."""
+    analysis at 95%); the claim's replicate ``unit`` (:data:`UNITS`) and ``rule``
+    (:data:`reprolab.core.stats.RULES`: ``t`` for the mean, ``sign`` for the median)."""
 
     confidence: float = 0.95
     look: Any = None  # reprolab.core.sequential.Look
+    unit: str = "seed"
+    rule: str = "t"
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise ValueError(f"unknown replicate unit {self.unit!r}; units: {', '.join(UNITS)}")
+        if self.rule not in RULES:
+            raise ValueError(f"unknown rule {self.rule!r}; rules: {', '.join(RULES)}")
 
     @classmethod
-    def at(cls, look: Any) -> Level:
-        return cls(confidence=look.confidence, look=look)
+    def at(cls, look: Any, unit: str = "seed", rule: str = "t") -> Level:
+        return cls(confidence=look.confidence, look=look, unit=unit, rule=rule)
 
     @property
     def alpha(self) -> float:
         """Two-sided level of a test at this look."""
         return 1.0 - self.confidence
 
-    def t_interval(self, values: Sequence[float]) -> Interval:
-        return t_interval(values, self.confidence)
+    def t_interval(self, values: Sequence[float], seeds: Sequence[Any] | None = None) -> Interval:
+        """The interval of the claim's rule over ``values``, each value's seed in
+        ``seeds`` (averaged per seed first when the unit is the seed)."""
+        return rule_interval(self.units(values, seeds), self.rule, self.confidence)
 
-    def interval(self, values: Sequence[float], seed_free: bool) -> Interval:
-        return interval(values, seed_free, self.confidence)
+    def interval(
+        self, values: Sequence[float], seed_free: bool, seeds: Sequence[Any] | None = None
+    ) -> Interval:
+        """:meth:`t_interval`, or for one seed-free value the value itself (exact)."""
+        x = self.units(values, seeds)
+        if seed_free and x.size == 1:
+            return interval(x, True, self.confidence)
+        return rule_interval(x, self.rule, self.confidence)
+
+    def units(self, values: Sequence[float], seeds: Sequence[Any] | None) -> np.ndarray:
+        """The replicates the interval counts: one mean per seed when the unit is the
+        seed and the values' seeds are known, else the values as they are."""
+        x = np.asarray(values, dtype=float)
+        if self.unit != "seed" or seeds is None:
+            return x
+        labels = [None if pd.isna(s) or s == NO_SEED else s for s in seeds]
+        return unit_means(x, labels)
 
     def estimate(self, estimate: float, se: float, n: int) -> Interval:
         """The interval of an estimate with standard error ``se`` from ``n`` replicates
@@ -469,6 +550,9 @@ class Sample:
     se: float | None = None
     n: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: each value's seed (the replicate unit averages the values of one seed); empty
+    #: when every value is its own replicate already (one per seed)
+    seeds: tuple = ()
     #: why there is nothing to test (the check then says 'not tested')
     untested: str = ""
 
@@ -509,7 +593,7 @@ class IntervalCheck:
         else:
             if not sample.values:
                 return Verdict.not_tested(f"not tested: no {metric!r} replicates")
-            iv = level.interval(sample.values, sample.seed_free)
+            iv = level.interval(sample.values, sample.seed_free, sample.seeds or None)
         return Verdict.interval(
             iv,
             self.bound,
@@ -551,8 +635,8 @@ class Threshold:
             return Verdict.exact(
                 values, self.bound, self.higher_is_better, f"{self.variant} {op} {self.bound:g}"
             )
-        iv = level.interval(rows.value.to_numpy(), seed_free)
-        how = "seed-free, exact" if seed_free and iv.n == 1 else f"n={iv.n}"
+        iv = level.interval(rows.value.to_numpy(), seed_free, rows.seed.tolist())
+        how = "seed-free, exact" if seed_free and iv.n == 1 else f"n={iv.n} {level.unit}s"
         return Verdict.interval(
             iv,
             self.bound,
@@ -591,8 +675,14 @@ class PairedDifference:
         if self.deterministic:
             values = _exact_per_key(series, f"{metric!r}: {what}")
             return Verdict.exact(values, bound, self.higher_is_better, what)
-        iv = level.interval(diffs, seed_free)
-        pairs = "one seed-free pair (exact)" if seed_free and iv.n == 1 else f"{iv.n} pairs"
+        iv = level.interval(diffs, seed_free, series.index.get_level_values("seed").tolist())
+        pairs = (
+            "one seed-free pair (exact)"
+            if seed_free and iv.n == 1
+            else f"{diffs.size} pairs in {iv.n} {level.unit}s"
+            if diffs.size != iv.n
+            else f"{iv.n} pairs"
+        )
         return Verdict.interval(
             iv,
             bound,
@@ -600,28 +690,6 @@ class PairedDifference:
             f"{what} = {iv.mean:.4g} over {pairs}",
             seed_free=seed_free,
         )
-
-    def by_seed(
-        self, table: pd.DataFrame, metric: str, level: Level = FIXED
-    ) -> tuple[Interval, Interval] | None:
-        """The same comparison with the seed as the replicate: each seed's pairs (its tasks,
-        settings, pairs of models) averaged into one difference, a t-interval over seeds;
-        returned after the t-interval over the same pairs pooled, as :meth:`evaluate`
-        reads them (as if independent: where a seed's pairs share its randomness, a data
-        split or an initialisation, that interval is narrower than the seeds warrant).
-        None where the two read the same or it does not apply: one pair per seed,
-        seed-free pairs, a deterministic check."""
-        if self.deterministic:
-            return None
-        pivot = paired(table, metric)
-        if self.method not in pivot or self.baseline not in pivot:
-            return None
-        diffs = (pivot[self.method] - pivot[self.baseline]).dropna()
-        diffs = diffs[diffs.index.get_level_values("seed") != NO_SEED]
-        per_seed = diffs.groupby(level="seed").mean()
-        if len(per_seed) < 2 or len(per_seed) == len(diffs):
-            return None
-        return level.t_interval(diffs.to_numpy()), level.t_interval(per_seed.to_numpy())
 
 
 @dataclass(frozen=True)
@@ -638,6 +706,13 @@ class PairedMajority:
     / 2 worse is inconclusive, and the verdict never disagrees in sign with the pooled
     mean. More seeds narrow each task's interval, so fewer tasks stay tied.
     """
+
+    #: the replicate of the sign test: the task (the claim is about this set of tasks)
+    unit = "task"
+    unit_reason = (
+        "the claim is about this fixed set of tasks ('better on most tasks'): each task's "
+        "interval is over seeds at the look's level, and the sign test counts tasks"
+    )
 
     method: str
     baseline: str
@@ -745,16 +820,18 @@ class PrecisionGap:
             raise ValueError(f"no {metric!r} values at precision(s) {', '.join(missing)}")
         near = (pivot[self.closer] - pivot[self.reference]).abs()
         far = (pivot[self.farther] - pivot[self.reference]).abs()
-        diffs = (near - far).dropna().to_numpy()
+        gaps = (near - far).dropna()
+        diffs = gaps.to_numpy()
         if diffs.size == 0:
             raise ValueError(f"no paired {metric!r} values of {self.closer} and {self.farther}")
-        iv = level.t_interval(diffs)
+        iv = level.t_interval(diffs, gaps.index.get_level_values("seed").tolist())
         verdict = Verdict.interval(
             iv,
             -self.margin,
             False,
             f"|{self.closer} - {self.reference}| = {near.mean():.4g} vs "
-            f"|{self.farther} - {self.reference}| = {far.mean():.4g} over {iv.n} pairs",
+            f"|{self.farther} - {self.reference}| = {far.mean():.4g} over {diffs.size} pairs in "
+            f"{iv.n} {level.unit}s",
             gap_closer=float(near.mean()),
             gap_farther=float(far.mean()),
         )
@@ -817,14 +894,6 @@ class Where:
         verdict = self.check.evaluate(rows, metric, level)
         return verdict.with_summary(f"[{self.label()}] {verdict.measured['summary']}")
 
-    def by_seed(
-        self, table: pd.DataFrame, metric: str, level: Level = FIXED
-    ) -> tuple[Interval, Interval] | None:
-        """The wrapped check's :meth:`PairedDifference.by_seed` on the selected rows."""
-        inner = getattr(self.check, "by_seed", None)
-        rows = self.select(table)
-        return inner(rows, metric, level) if inner is not None and not rows.empty else None
-
 
 @dataclass(frozen=True)
 class Trend:
@@ -858,8 +927,8 @@ class Trend:
         rows = rows.assign(seed=rows.seed.fillna(NO_SEED))
         others = ["seed", *(c for c in param_columns(rows) if c != self.param)]
         rows[others] = rows[others].astype(object).where(rows[others].notna(), "")
-        rhos, gaps = [], []
-        for _, group in rows.groupby(others):
+        rhos, gaps, seeds = [], [], []
+        for key, group in rows.groupby(others):
             group = group.sort_values(self.param)
             if group[self.param].nunique() < 2:
                 continue
@@ -867,16 +936,18 @@ class Trend:
             if rho == rho:
                 rhos.append(rho)
                 gaps.append(float(group.value.iloc[-1] - group.value.iloc[0]))
+                seeds.append(key[0] if isinstance(key, tuple) else key)
         if not rhos:
             return Verdict.not_tested(f"{metric} constant within every setting: no trend to test")
-        iv = level.interval(rhos, seed_free)
+        iv = level.interval(rhos, seed_free, seeds)
         gap = sum(gaps) / len(gaps)
         sign = 1.0 if self.increasing else -1.0
-        agree = sum(sign * r > 0 for r in rhos)
-        disagree = sum(sign * r < 0 for r in rhos)
+        units = level.units(rhos, seeds)  # the signs of independent units (seeds)
+        agree = int(sum(sign * r > 0 for r in units))
+        disagree = int(sum(sign * r < 0 for r in units))
         what = (
             f"Spearman({self.param}, {self.variant} {metric}) = {iv.mean:.3g} over "
-            f"{iv.n} groups, {agree} with the claimed sign / {disagree} against (claim: "
+            f"{len(rhos)} groups in {iv.n} {level.unit}s, {agree} with the claimed sign / {disagree} against (claim: "
             f"{'>' if self.increasing else '<'} 0); largest - smallest {self.param}: {gap:.3g}"
         )
         if seed_free and iv.n == 1:  # one deterministic group: its rho decides exactly
@@ -965,6 +1036,56 @@ def apply_evidence_rules(verdict: Verdict, effect: float | None = None) -> Verdi
     return Verdict(result, measured)
 
 
+def read_size(
+    result: str, measured: dict[str, Any], effect: float | None, from_paper: bool
+) -> tuple[str, str]:
+    """The verdict with its size: ``(verdict, reading)``.
+
+    Applies to a comparison (an interval against the bound 0, with a claimed side); a
+    claim against another bound (a threshold, a non-inferiority or tolerance margin)
+    states a bound, not an effect, and keeps its verdict. ``effect`` is the smallest
+    effect that matters, which is the paper's own effect where ``from_paper``.
+
+    - The interval clears 0 on the claimed side: ``reproduced`` where it is compatible
+      with the paper's effect (its far end reaches it) or, without a paper number, its
+      near end clears the smallest effect that matters; ``reproduced_smaller`` where it
+      lies wholly below that size; without a paper number, an interval that clears 0
+      and straddles the smallest effect is ``inconclusive`` (the size is unresolved).
+    - The interval holds 0 and lies within +-effect: ``no_effect`` (two one-sided tests
+      at the look's level, half its alpha each side: the interval is the TOST's).
+    """
+    lo, hi, bound, claimed = (measured.get(k) for k in ("ci_low", "ci_high", "bound", "claimed"))
+    if not (
+        _finite(lo)
+        and _finite(hi)
+        and isinstance(bound, int | float)
+        and bound == 0
+        and claimed in (">", "<")
+        and _finite(effect)
+        and effect > 0
+        and measured.get("test") not in ("exact", "exhaustive", "sign", "permutation", "all_of")
+    ):
+        return result, ""
+    sign = 1.0 if claimed == ">" else -1.0
+    near, far = sorted((sign * lo, sign * hi))  # on the claimed scale: positive is the claim's
+    whose = "the paper's effect" if from_paper else "the smallest effect that matters"
+    size = f"{whose} {effect:g}"
+    if result == "reproduced":
+        if far < effect:
+            return (
+                "reproduced_smaller",
+                f"smaller than {size}: the interval ends at {sign * far:+.3g}",
+            )
+        if near > effect:
+            return "reproduced", f"larger than {size}" if from_paper else f"clears {size}"
+        if from_paper:
+            return "reproduced", f"compatible with {size}"
+        return "inconclusive", f"claimed side, size unresolved: the interval straddles {size}"
+    if result == "inconclusive" and -effect < near and far < effect:
+        return "no_effect", f"within +-{effect:g} of 0, {whose}"
+    return result, ""
+
+
 @dataclass(frozen=True)
 class OutOfReach:
     """Why a claim cannot be tested by this code on this machine at any affordable size,
@@ -999,6 +1120,31 @@ class Claim:
     #: claim): its verdict is read there only, not at every precision
     precision: str | None = None
     out_of_reach: OutOfReach | None = None
+    #: the independent replicate (:data:`UNITS`): the seed unless the claim (or its
+    #: check, as ``unit`` / ``unit_reason`` attributes) says why its tasks, groups or
+    #: pairs are the replicates (``unit_reason``); '' takes the check's, else the seed
+    unit: str = ""
+    unit_reason: str = ""
+    #: how the replicates become an interval (:data:`reprolab.core.stats.RULES`): ``t``
+    #: for the mean, ``sign`` for the median of a skewed, bimodal or bounded metric
+    rule: str = "t"
+
+    def __post_init__(self) -> None:
+        if not self.unit:
+            inner = self.check
+            while hasattr(inner, "check"):  # through Where and other wrappers
+                inner = inner.check
+            object.__setattr__(self, "unit", getattr(inner, "unit", "seed"))
+            object.__setattr__(self, "unit_reason", getattr(inner, "unit_reason", ""))
+        if self.unit not in UNITS:
+            raise ValueError(f"{self.id}: unknown unit {self.unit!r}; units: {', '.join(UNITS)}")
+        if self.unit != "seed" and not self.unit_reason:
+            raise ValueError(
+                f"{self.id}: unit {self.unit!r} needs unit_reason (why those replicates are "
+                "independent, or why the claim is about that fixed set)"
+            )
+        if self.rule not in RULES:
+            raise ValueError(f"{self.id}: unknown rule {self.rule!r}; rules: {', '.join(RULES)}")
 
     @property
     def cross_precision(self) -> bool:
@@ -1021,6 +1167,11 @@ class Claim:
         return self.cross_precision or self.precision is not None
 
     @property
+    def effect_from_paper(self) -> bool:
+        """Whether ``effect`` is the paper's own number (else a declared margin)."""
+        return self.effect_basis.startswith(("paper", "card"))
+
+    @property
     def fixed_n(self) -> str:
         """Why more seeds would not decide this claim ('' when they would)."""
         return getattr(self.check, "fixed_n", "")
@@ -1037,10 +1188,28 @@ class Claim:
             "effect_basis": self.effect_basis,
             "central": self.central,
             "precision": self.precision,
+            "unit": self.unit,
+            "unit_reason": self.unit_reason,
+            "rule": self.rule,
             "out_of_reach": None
             if self.out_of_reach is None
             else {"reason": self.out_of_reach.reason, "would_test": self.out_of_reach.would_test},
         }
+
+    def sized(self, verdict: Verdict) -> Verdict:
+        """The check's verdict with its size (:func:`read_size`), before the evidence
+        rules (which hold a size verdict to the same replicates as any other)."""
+        if self.out_of_reach is not None or verdict.verdict not in ("reproduced", "inconclusive"):
+            return verdict
+        sized, reading = read_size(
+            verdict.verdict, verdict.measured, self.effect, self.effect_from_paper
+        )
+        measured = dict(verdict.measured)
+        if reading:
+            measured["size"] = reading
+        if sized != verdict.verdict:
+            measured["size_of"] = verdict.verdict  # what the interval said of the side
+        return Verdict(sized, measured)
 
     def evaluate(
         self, table: pd.DataFrame, precision: str, profile: str, plan: Any = None
@@ -1058,9 +1227,9 @@ class Claim:
         seeds = sorted(
             int(s) for s in rows[rows.variant.isin(self.check.variants())].seed.dropna().unique()
         )
-        level = FIXED
+        level = Level(unit=self.unit, rule=self.rule)
         if plan is not None and seeds:
-            level = Level.at(plan.look(len(seeds)))
+            level = Level.at(plan.look(len(seeds)), self.unit, self.rule)
         if missing or absent:  # e.g. a baseline or a scheme left out in params.yaml
             what = (
                 f"precision(s) {', '.join(absent)} were not quantized"
@@ -1073,10 +1242,12 @@ class Claim:
             verdict = Verdict.not_tested(f"not tested: no {self.metric} value was measured")
         else:
             verdict = apply_evidence_rules(
-                self.check.evaluate(rows, self.metric, level), self.effect
+                self.sized(self.check.evaluate(rows, self.metric, level)), self.effect
             )
         measured = dict(verdict.measured)
         measured["seeds"] = seeds
+        measured["unit"] = self.unit
+        measured["analysis"] = self.rule  # ("rule" is the evidence rule that overrode a check)
         if level.look is not None:
             measured["sequential"] = level.look.as_dict()
         if self.fixed_n:
@@ -1111,6 +1282,88 @@ class Claim:
             if profile == "smoke"
             else "paper profile",
         }
+
+
+#: how a method's claims share the error rate (the reports quote it)
+FAMILY_RULE = (
+    "central first, then Holm: the central claim is tested at the full alpha; only when "
+    "it is decided are the method's other claims tested, Holm-adjusted among themselves "
+    "(step-down: each look's boundaries recomputed at alpha / k for the k claims still "
+    "open). Exact and exhaustive comparisons spend no alpha and are not adjusted"
+)
+
+
+def _in_family(result: dict[str, Any]) -> bool:
+    """Whether a headline result is a statistical test that spends alpha."""
+    m = result.get("measured", {})
+    return (
+        result.get("verdict") != "out_of_reach"
+        and not m.get("not_tested")
+        and m.get("test") not in ("exact", "exhaustive")
+    )
+
+
+def adjust_family(
+    results: list[dict[str, Any]],
+    reevaluate: Any,
+    alpha: float,
+) -> list[dict[str, Any]]:
+    """The method's headline results under :data:`FAMILY_RULE`. ``reevaluate(result,
+    level_alpha)`` gives the result again with the plan's boundaries at
+    ``level_alpha``. Results at other precisions are returned as they are."""
+    out = [dict(r) for r in results]
+    heads = [i for i, r in enumerate(out) if r.get("headline") and _in_family(r)]
+    central = [i for i in heads if out[i].get("central")]
+    others = [i for i in heads if i not in central]
+
+    def mark(i: int, verdict: str, result: dict[str, Any], note: str, level: float) -> None:
+        measured = dict(result["measured"])
+        if verdict != result["verdict"]:
+            measured["check_verdict"] = measured.get("check_verdict", result["verdict"])
+        family = {"rule": "central first, then Holm", "alpha": level, "note": note}
+        if "sequential" in measured:  # the look at the family's level; the plan's stays
+            family["look"] = measured["sequential"]
+            plan_look = results[i]["measured"].get("sequential")
+            if plan_look is None:  # a fixed-n result, read at the family's level
+                del measured["sequential"]
+            else:
+                measured["sequential"] = plan_look
+        measured["family"] = family
+        out[i] = {**result, "verdict": verdict, "measured": measured}
+
+    for i in central:
+        mark(i, out[i]["verdict"], out[i], "the central claim: tested first", alpha)
+    gate_open = not central or all(out[i]["verdict"] in DECISIVE for i in central)
+    if not gate_open:
+        for i in others:
+            verdict = out[i]["verdict"] if out[i]["verdict"] not in DECISIVE else "inconclusive"
+            mark(i, verdict, out[i], "not tested: the central claim is undecided", alpha)
+        return out
+    open_ = list(others)
+    adjusted: dict[int, dict[str, Any]] = {}
+    while open_:
+        level = alpha / len(open_)
+        decided = []
+        for i in open_:
+            if results[i]["verdict"] not in DECISIVE:
+                continue  # undecided at the full alpha: undecided at any smaller one
+            again = reevaluate(results[i], level)
+            adjusted[i] = again
+            if again["verdict"] in DECISIVE:
+                decided.append(i)
+        if not decided:
+            break
+        for i in decided:
+            mark(
+                i, adjusted[i]["verdict"], adjusted[i], f"Holm: decided at alpha {level:.3g}", level
+            )
+        open_ = [i for i in open_ if i not in decided]
+    if open_:
+        level = alpha / len(open_)
+        for i in open_:
+            result = adjusted.get(i, out[i])
+            mark(i, result["verdict"], result, f"Holm: open at alpha {level:.3g}", level)
+    return out
 
 
 def rules_out_effect(measured: dict[str, Any], effect: float | None) -> bool:

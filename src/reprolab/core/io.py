@@ -82,9 +82,14 @@ def save_torch(obj: Any, path: Path) -> None:
         torch.save(obj, fh)
 
 
+def json_text(obj: Any) -> str:
+    """``obj`` as :func:`write_json` writes it."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+
+
 def write_json(path: Path, obj: Any) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+        tmp.write_text(json_text(obj))
 
 
 def write_text(path: Path, text: str) -> None:

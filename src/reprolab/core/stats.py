@@ -1,4 +1,18 @@
-"""Intervals and paired comparisons over seeds."""
+"""Intervals and paired comparisons over independent replicates.
+
+Two rules turn replicates into an interval, each named by the claim that uses it:
+
+- ``t``: the Student-t interval of the mean (for replicates whose mean is near normal at
+  the counts used; ``bench/bench_sequential.py`` shows where that holds);
+- ``sign``: the distribution-free interval of the *median* from order statistics (the
+  interval a two-sided sign test inverts: it excludes a value exactly when the sign test
+  of that value rejects), for skewed, bimodal or bounded metrics whose mean a t-interval
+  misstates at a few replicates.
+
+The replicate is the independent unit, usually the seed: :func:`unit_means` averages the
+values a unit holds (several tasks, pairs or configurations of one seed) before either
+rule sees them, so the degrees of freedom count units, never pairs.
+"""
 
 from __future__ import annotations
 
@@ -56,6 +70,59 @@ def interval(values: Sequence[float], seed_free: bool, confidence: float = 0.95)
     if seed_free and x.size == 1:
         return exact(float(x[0]))
     return t_interval(x, confidence)
+
+
+#: the rules that turn a claim's replicates into an interval (see the module docstring)
+RULES = ("t", "sign")
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """The distribution-free interval of the median: ``[x_(k), x_(n+1-k)]`` with the
+    largest k such that ``P(Bin(n, 1/2) <= k - 1) <= (1 - confidence) / 2`` (two-sided,
+    exact, conservative for a discrete count). Unbounded when even the extreme order
+    statistics do not reach the confidence (n too small for it: n < 6 at 95%)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    if x.size == 0:
+        raise ValueError("median_interval needs at least one value")
+    median = float(np.median(x))
+    from scipy import stats
+
+    tail = (1.0 - confidence) / 2.0
+    # k - 1 = the largest count whose lower tail stays within the level
+    k = int(stats.binom.ppf(tail, x.size, 0.5))
+    if stats.binom.cdf(k, x.size, 0.5) > tail + 1e-12:
+        k -= 1
+    k += 1  # order statistics are 1-based
+    if k < 1:
+        return Interval(median, -math.inf, math.inf, int(x.size), confidence, _sd(x))
+    return Interval(median, float(x[k - 1]), float(x[x.size - k]), int(x.size), confidence, _sd(x))
+
+
+def _sd(x: np.ndarray) -> float:
+    return float(x.std(ddof=1)) if x.size > 1 else math.nan
+
+
+def rule_interval(values: Sequence[float], rule: str, confidence: float = 0.95) -> Interval:
+    """The interval of ``rule`` (:data:`RULES`) over independent replicates."""
+    if rule == "t":
+        return t_interval(values, confidence)
+    if rule == "sign":
+        return median_interval(values, confidence)
+    raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
+
+
+def unit_means(values: Sequence[float], units: Sequence[object]) -> np.ndarray:
+    """One value per independent unit: the mean of the values each unit holds, in the
+    order the units first appear. A unit that is missing (None or NaN: a seed-free
+    value) is a unit of its own."""
+    x = np.asarray(values, dtype=float)
+    if len(units) != x.size:
+        raise ValueError(f"{x.size} values but {len(units)} unit labels")
+    order: dict[object, list[float]] = {}
+    for i, (v, u) in enumerate(zip(x, units, strict=True)):
+        key = ("free", i) if u is None or (isinstance(u, float) and math.isnan(u)) else u
+        order.setdefault(key, []).append(float(v))
+    return np.asarray([sum(v) / len(v) for v in order.values()], dtype=float)
 
 
 def classify(interval: Interval, margin: float = 0.0) -> str:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from reprolab.contract import Unit, is_runtime_metric
 from reprolab.core import io
-from reprolab.core.claims import BASE_COLUMNS, VERDICTS, param_columns
+from reprolab.core.claims import BASE_COLUMNS, SUPPORTED, VERDICTS, param_columns
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import (
@@ -131,14 +131,32 @@ def judge(ctx, table: pd.DataFrame, everything: pd.DataFrame, precisions: list[s
     from reprolab.core.sequential import plan_for
 
     plan = plan_for(evidence, ctx.project.seeds)
-    results = []
+    results, inputs = [], {}
     for claim in ctx.spec.claims:
         source = everything if is_runtime_metric(claim.metric) else table
         seeds = evidence.claim_seeds(claim.id, ctx.project.seeds)
         rows = source[source.seed.isna() | source.seed.isin(seeds)]
+        inputs[claim.id] = (claim, rows)
         for precision in claim.precisions_to_evaluate(precisions):
             results.append(claim.evaluate(rows, precision, ctx.profile, plan))
-    return results
+    return judge_family(results, inputs, ctx.profile, plan)
+
+
+def judge_family(results: list[dict], inputs: dict, profile: str, plan) -> list[dict]:
+    """The method's claims as one family (``core.claims.FAMILY_RULE``): each claim's
+    result again at the level the family gives it. ``inputs``: claim id -> (claim, the
+    rows it reads)."""
+    import dataclasses
+
+    from reprolab.core.claims import adjust_family
+
+    def again(result: dict, alpha: float) -> dict:
+        claim, rows = inputs[result["id"]]
+        return claim.evaluate(
+            rows, result["precision"], profile, dataclasses.replace(plan, alpha=alpha)
+        )
+
+    return adjust_family(results, again, plan.alpha)
 
 
 def metrics_table(rows: list[tuple[Unit, str, str, float]]) -> pd.DataFrame:
@@ -434,7 +452,8 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
         if "layer_error_mean" in entry:
             flat[f"{precision}.layer_error_mean"] = entry["layer_error_mean"]
     # out of reach: 0 like inconclusive in the metric; the tag tells them apart
-    code = {"reproduced": 1.0, "inconclusive": 0.0, "not_reproduced": -1.0, "out_of_reach": 0.0}
+    # the side a verdict finds: +1 the claimed side (at any size), -1 the other, 0 neither
+    code = {v: 1.0 if v in SUPPORTED else -1.0 if v == "not_reproduced" else 0.0 for v in VERDICTS}
     tags = {}
     for c in claims:
         key = f"claim.{c['id']}.{c['precision']}"

@@ -61,6 +61,10 @@ EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed"]
 VERDICT_MEANING = {
     "reproduced": "the interval (at the look of the sequential plan) lies wholly on the "
     "paper's side of the bound, with n >= 3",
+    "reproduced_smaller": "the interval clears the bound but lies wholly below the paper's "
+    "effect (or the smallest effect that matters where the paper gives no number)",
+    "no_effect": "the interval holds the bound and lies within the smallest effect that "
+    "matters of it (two one-sided tests at the look's level)",
     "not_reproduced": "the interval lies wholly on the other side, with n >= 3",
     "inconclusive": "the interval straddles the bound, or the evidence rules forbid a decisive"
     " verdict (the reason is given)",
@@ -453,10 +457,7 @@ def summarize(
                 "title": registry.get(slug).title,
                 "profile": profile,
                 "seeds": seeds_used(root, slug, seeds),
-                "reproduced": int(counts.get("reproduced", 0)),
-                "not_reproduced": int(counts.get("not_reproduced", 0)),
-                "inconclusive": int(counts.get("inconclusive", 0)),
-                "out_of_reach": int(counts.get("out_of_reach", 0)),
+                **{kind: int(counts.get(kind, 0)) for kind in VERDICT_MEANING},
                 "changed": changed,
                 "compute_s": compute_seconds(root, slug),
                 "experiment_id": str(claims.experiment_id.iloc[0]),

@@ -53,15 +53,18 @@ class BestBaselineGap:
 
     def __call__(self, table: pd.DataFrame, metric: str) -> Sample:
         pivot = wide(table, metric)
-        diffs, best_of = [], {}
+        diffs, seeds, best_of = [], [], {}
         for task, rows in pivot.groupby(level="task"):
             best = str(rows[list(self.baselines)].mean().idxmax())
             best_of[task] = best
-            diffs += (rows[self.method] - rows[best]).dropna().tolist()
+            d = (rows[self.method] - rows[best]).dropna()
+            diffs += d.tolist()
+            seeds += list(d.index.get_level_values("seed"))
         best = ", ".join(f"{t}: {b}" for t, b in best_of.items())
         mean = float(np.mean(diffs)) if diffs else float("nan")
         return Sample(
             values=tuple(diffs),
+            seeds=tuple(seeds),
             summary=f"{self.method} - best baseline ({best}) = {mean:.4g} over {len(diffs)} pairs",
         )
 

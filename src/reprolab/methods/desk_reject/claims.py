@@ -61,6 +61,7 @@ class NearOptimalShare:
         stopped = int((flags < 1).sum())
         return Sample(
             values=tuple((gap - self.share * improvement).tolist()),
+            seeds=tuple(gap.index.get_level_values("seed")),
             summary=(
                 f"{self.method} - {self.optimum} = {gap.mean():.4g} over {len(gap)} instances, "
                 f"{share:.1%} of the {self.baseline} -> optimum improvement "

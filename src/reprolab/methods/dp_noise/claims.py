@@ -85,11 +85,11 @@ class BeatsBetterBaseline:
             return Verdict.not_tested(f"not tested: no task with {self.k_min} <= k <= {self.k_max}")
         parts, per_task = [], []
         for task, rows in g.groupby("task"):
-            iv = level.interval(rows.gain.to_numpy(), seed_free)
+            iv = level.interval(rows.gain.to_numpy(), seed_free, rows.seed.tolist())
             part = Verdict.interval(iv, 0.0, True, str(task), seed_free=seed_free)
             parts.append(part)
             per_task.append({"task": task, **iv.as_dict(), "verdict": part.verdict})
-        pooled = level.interval(g.gain.to_numpy(), seed_free)
+        pooled = level.interval(g.gain.to_numpy(), seed_free, g.seed.tolist())
         shown = ", ".join(f"{p['task']} {100 * p['mean']:+.2f}%" for p in per_task)
         return Verdict.all_of(
             parts,
@@ -126,7 +126,7 @@ class GapShrinks:
     def __call__(self, table, metric: str) -> Sample | None:
         seed_free = _seed_free(table, self.method)
         g = gains(table, metric, self.method, self.baselines)
-        diffs, shown = [], []
+        diffs, seeds, shown = [], [], []
         for sigma, rows in g.groupby("sigma"):
             large = rows[rows.k >= self.k_large]
             ref = rows[rows.k == self.k_ref]
@@ -135,7 +135,9 @@ class GapShrinks:
             k_big = int(large.k.max())
             at_ref = ref.set_index("seed").gain
             at_big = rows[rows.k == k_big].set_index("seed").gain
-            diffs.extend((at_ref - at_big).dropna().tolist())
+            d = (at_ref - at_big).dropna()
+            diffs.extend(d.tolist())
+            seeds.extend(d.index.tolist())
             shown.append(
                 f"sigma/s={sigma:g}: k={self.k_ref} {100 * at_ref.mean():+.2f}% vs "
                 f"k={k_big} {100 * at_big.mean():+.2f}%"
@@ -144,6 +146,7 @@ class GapShrinks:
             return None
         return Sample(
             values=tuple(diffs),
+            seeds=tuple(seeds),
             seed_free=seed_free,
             summary="relative gain over the better baseline: " + "; ".join(shown),
         )

@@ -201,6 +201,12 @@ class Correlation:
     sign: int = 1
     accuracy: str = "ood_acc"
     resamples: int = 300
+    #: the replicate: a (task, graph family) point, the set the claim is about
+    unit = "group"
+    unit_reason = (
+        "the claim is about this fixed set of (task, graph family) points: each point is "
+        "averaged over its seeds and the permutation test pairs points, not seeds"
+    )
     #: its replicates are (task, family) points, set by the config: more seeds only
     #: average each point more, so the sequential rounds leave it at the first look
     fixed_n = (

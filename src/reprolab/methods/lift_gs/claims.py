@@ -62,6 +62,7 @@ class OcclusionGap:
         diffs = (g_occ - g_vis).dropna()
         return Sample(
             values=tuple(diffs.tolist()),
+            seeds=tuple(diffs.index.get_level_values("seed")),
             summary=(
                 f"{self.method} - {self.baseline}: {g_occ.mean():.3f} on occluded vs "
                 f"{g_vis.mean():.3f} on visible objects, difference over {len(diffs)} pairs"
@@ -86,6 +87,9 @@ class GapFraction:
 
     def __call__(self, table: pd.DataFrame, metric: str) -> Sample:
         rows = _pairs(table, metric, self.variants())
+        pairs = len(rows)
+        if "seed" in rows.index.names:  # the seed is the replicate: one mean per seed
+            rows = rows.groupby(level="seed").mean()
         d1 = (rows[self.method] - rows[self.baseline]).to_numpy()
         d2 = (rows[self.upper] - rows[self.baseline]).to_numpy()
         n = d1.size
@@ -103,7 +107,7 @@ class GapFraction:
             n=n,
             summary=(
                 f"{self.method} closes {r:.2f} of the {self.upper} - {self.baseline} gap "
-                f"({m1:.3f} of {m2:.3f} 3D IoU) over {n} pairs"
+                f"({m1:.3f} of {m2:.3f} 3D IoU) over {pairs} pairs in {n} seeds"
             ),
             extra={"gain": m1, "gap": m2},
         )

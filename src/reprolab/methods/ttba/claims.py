@@ -52,7 +52,7 @@ class NearTarget:
         lo, hi = self.target - self.tolerance, self.target + self.tolerance
         if values.empty:
             return Verdict.not_tested(f"no unit measured {metric} (no qualifying iteration)")
-        iv = level.t_interval(values.to_numpy())
+        iv = level.t_interval(values.to_numpy(), values.index.get_level_values("seed").tolist())
         return Verdict.within(
             iv,
             lo,
