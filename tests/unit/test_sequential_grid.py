@@ -1,7 +1,8 @@
 """The engine's full rule for a claim (seed means, the claim's t or sign rule, the plan's
 looks: bench/bench_sequential.py's grid), on a reduced grid: it keeps alpha where the
 rule fits the shape, decides every run as the engine's own verdict path does, and the
-rule before it (pairs pooled as replicates) is caught exceeding alpha."""
+rule before it (pairs pooled as replicates) is caught exceeding alpha; a committed claim's
+own shape (a bootstrap of its per-seed values) is read from its committed metrics."""
 
 from __future__ import annotations
 
@@ -107,3 +108,46 @@ def test_vectorised_intervals_match_the_engine():
                 iv = rule_interval(x[i], rule, 0.99)
                 assert low[i] == pytest.approx(iv.low, rel=1e-12, abs=1e-12)
                 assert high[i] == pytest.approx(iv.high, rel=1e-12, abs=1e-12)
+
+
+CLAIM = "rotation_fusion/rotation_gt_perm_seeds"
+
+
+def test_a_claims_own_shape_is_its_seed_values():
+    """The own-shape cell of a committed claim: its check evaluated seed by seed on the
+    committed metrics gives one value per seed whose mean is the claim's committed
+    value (the t rule's mean of seed means), and the runs draw those values centred on
+    the bound."""
+    import json
+
+    import numpy as np
+
+    cells, skipped = bench.own_shape_cells(only={CLAIM})
+    assert not skipped and [c.name for c in cells] == [f"{CLAIM} own shape"]
+    cell = cells[0]
+    info = dict(cell.info)
+    slug, claim_id = CLAIM.split("/")
+    entries = json.loads((bench.ROOT / "docs" / "results" / slug / "claims.json").read_text())
+    measured = next(e for e in entries if e["id"] == claim_id)["measured"]
+    assert info["n_values"] == len(measured["seeds"])
+    assert np.mean(info["seed_values"]) == pytest.approx(measured["value"], rel=1e-9)
+    draws = cell.draw(np.random.default_rng(0), 200)
+    assert draws.shape == (200, cell.plan.max_seeds, 1)
+    centred = np.asarray(info["seed_values"]) - info["centre"]
+    assert set(np.unique(draws)) <= set(centred)
+    assert centred.mean() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_claims_own_shape_runs_the_engine_rule():
+    """Its plan and rule on a bootstrap of its seed values decide every replayed run as
+    the engine does, and its error lies within what the same bootstrap gives five normal
+    seeds (a bootstrap of five values errs above alpha even for normal seeds: the
+    reference the report reads a claim's own shape against)."""
+    (cell,), _ = bench.own_shape_cells(only={CLAIM})
+    row = bench.run_cell(cell, 2000, check_runs=40)
+    assert row["engine_check"]["mismatches"] == 0, row["engine_check"]
+    ref = bench.normal_sample_reference(
+        row["n_values"], cell.plan, cell.rule, samples=100, runs=1000
+    )
+    assert ref["median"] > ALPHA
+    assert row["error"] <= ref["p95"], (row["error"], ref)
