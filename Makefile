@@ -116,11 +116,12 @@ METHODS ?=
 SEEDS ?=
 AMEND ?=
 REPLAY ?=
+CONFIRM ?=
 LEDGER_ONLY ?=
-paper: venv ## paper-profile rounds into docs/results/: METHODS="a b" [SEEDS=] [AMEND=] [REPLAY=1]
-	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1] [RESUME=<copy>]'; exit 2)
+paper: venv ## paper-profile rounds into docs/results/: METHODS="a b" [SEEDS=] [AMEND=] [REPLAY=1] [CONFIRM=1]
+	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1] [CONFIRM=1] [RESUME=<copy>]'; exit 2)
 	bash scripts/system_deps.sh --paper
-	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
+	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(CONFIRM),--confirm) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
 
 # A candidate paper-profile setting's training signals (no evaluate): before the ledger
 probe: venv ## a candidate paper setting's training signals: METHOD= NAME= [SET=] [SEEDS=]

@@ -7,6 +7,7 @@ results into docs/results/ (see ``reprolab.paper`` for what a run does).
     make paper METHODS=ensloss REPLAY=1              # one dvc repro with run.json's seeds
     make paper METHODS=ensloss AMEND="why" LEDGER_ONLY=1   # record an amendment, run nothing
     make paper METHODS=ensloss RESUME=/tmp/reprolab-paper-xxxx   # go on with a killed run
+    make paper METHODS=desk_reject CONFIRM=1         # the committed registration, as registered
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", help="a held-out block: comma-separated seeds, one look")
     parser.add_argument("--amend", default="", help="why a claim or its setting changed")
     parser.add_argument("--replay", action="store_true", help="one run with run.json's seeds")
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="run the method's committed registration exactly (python -m reprolab confirm)",
+    )
     parser.add_argument(
         "--ledger-only",
         action="store_true",
@@ -59,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             seeds=seeds,
             amend=args.amend,
             replay=args.replay,
+            confirm=args.confirm,
             out=args.out,
             work=args.work,
             resume=args.resume,

@@ -117,6 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
     p = sub.add_parser(
+        "confirm",
+        help="confirmatory runs: register one before its data (confirm register <slug>), "
+        "list registrations (confirm status <slug>), check one can run (confirm check <slug>)",
+        add_help=False,
+        prefix_chars="\0",
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p = sub.add_parser(
+        "trail",
+        help="write docs/results/trail.json: every earlier verdict of each central claim, "
+        "from git and the ledger (--check: exit 1 when out of date)",
+        add_help=False,
+        prefix_chars="\0",
+    )
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p = sub.add_parser(
         "reread",
         help="evaluate the committed results again under the current analysis, from their "
         "committed metrics (no compute); rewrites docs/results/<slug>/claims.json",
@@ -183,6 +199,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{slug}\t{registry.get(slug).title}")
             return 0
         root = project_root(Path.cwd())
+        if args.command == "confirm":
+            from reprolab import confirm
+
+            return confirm.main(args.args, root)
+        if args.command == "trail":
+            from reprolab import trail
+
+            return trail.main(args.args, root)
         if args.command == "reread":
             from reprolab import reread
 

@@ -163,6 +163,10 @@ class PaperRun:
     resume: Path | None = None
     log: Log = _print
     max_rounds: int = 20
+    #: a confirmatory run: the method's latest registration (``reprolab.confirm``), run
+    #: exactly as registered; set from ``confirm=True`` by :meth:`__post_init__`
+    confirm: bool = False
+    registration: dict | None = field(default=None, init=False)
     #: called after each round with (round number, per-method MethodRounds)
     on_round: Callable[[int, dict[str, MethodRounds]], None] | None = None
     #: the copy the run works in, once it has one (what a resume names)
@@ -175,6 +179,11 @@ class PaperRun:
             registry.check_slug(slug)
         if self.seeds is not None and self.replay:
             raise PaperError("--seeds (a held-out block) and --replay do not go together")
+        if self.confirm and (self.seeds is not None or self.replay or len(self.methods) != 1):
+            raise PaperError(
+                "CONFIRM=1 runs one method's registration as registered: one method, no "
+                "SEEDS or REPLAY"
+            )
         if self.resume is not None and (self.seeds is not None or self.replay):
             raise PaperError(
                 "--resume goes on with a run as it was started: no --seeds or --replay "
@@ -189,12 +198,17 @@ class PaperRun:
         """params.yaml cut to the methods at ``profile: paper``, at the first look (the
         seeds earlier rounds added are dropped: the rounds start again), or the held-out
         block (one look at ``seeds``), or run.json's recorded sections (replay)."""
-        params = scratch.cut_params(self._raw(), self.methods, self.seeds, "paper")
+        seeds = self.seeds
+        if self.registration is not None:  # the registered seeds, in the registered plan
+            seeds = list(self.registration["seeds"])
+        params = scratch.cut_params(self._raw(), self.methods, seeds, "paper")
         for slug in self.methods:
             section = copy.deepcopy(params["methods"][slug] or {})
             paper = section.get("paper") or {}
             ev = dict(paper.get("evidence") or {})
             ev.pop("added", None)
+            if self.registration is not None:
+                ev["first"] = self.registration["plan"]["first"]
             if self.seeds is not None:  # a block of its own: every seed in one look
                 ev.update(first=None, max_seeds=None)
             if self.replay:
@@ -258,7 +272,17 @@ class PaperRun:
         if self.resume is not None:
             return self._resume()
         block = self.seeds is not None
-        if not block and not self.replay:
+        if self.confirm:  # the registration is the definition: the ledger holds it already
+            from reprolab import confirm
+
+            slug = self.methods[0]
+            entry = confirm.latest(self.root, slug)
+            try:
+                confirm.verify(self.root, slug, entry)
+            except confirm.ConfirmError as exc:
+                raise PaperError(str(exc)) from None
+            self.registration = entry
+        elif not block and not self.replay:
             changes = self.check_ledger()
             self.record_ledger(changes)
         params = self.first_params()
@@ -270,7 +294,15 @@ class PaperRun:
         commit = _git(self.root, "rev-parse", "HEAD")
         dirty = bool(_git(self.root, "status", "--porcelain", "--", ".", ":!docs/results"))
         scratch.copy_project(self.root, work, params)
-        what = "held-out block" if block else "replay" if self.replay else "sequential rounds"
+        what = (
+            "held-out block"
+            if block
+            else "replay"
+            if self.replay
+            else f"confirmatory rounds ({self.registration['id']})"
+            if self.registration
+            else "sequential rounds"
+        )
         self.log(f"{', '.join(self.methods)}: paper profile, {what}, in {work}")
         state = {slug: MethodRounds(slug) for slug in self.methods}
         run = {"commit": commit, "dirty": dirty, "wall": 0.0, "resumed": []}
@@ -293,7 +325,9 @@ class PaperRun:
             self.seeds = [int(s) for s in seeds]
         elif kind == "replay":
             self.replay = True
-        if kind != "sequential" and self.amend:
+        elif kind == "confirmatory":  # the same registration, whatever the ledger says now
+            self.confirm, self.registration = True, saved["registration"]
+        if kind not in ("sequential", "confirmatory") and self.amend:
             raise PaperError(f"--resume: {work} holds a {kind}: it has no budget to amend")
         changed = _git(work, "status", "--porcelain", "--", "src", "dvc.yaml", "flows", "tasks")
         if changed:
@@ -359,6 +393,7 @@ class PaperRun:
         path = work / STATE
         path.parent.mkdir(exist_ok=True)
         kind = "held-out block" if self.seeds is not None else "replay" if self.replay else ""
+        kind = "confirmatory" if self.registration is not None else kind
         tmp = path.with_suffix(".tmp")
         tmp.write_text(
             json.dumps(
@@ -366,6 +401,7 @@ class PaperRun:
                     "methods": self.methods,
                     "kind": kind or "sequential",
                     "seeds": self.seeds,
+                    **({"registration": self.registration} if self.registration else {}),
                     "round": number,
                     "params": params,
                     "state": {slug: asdict(st) for slug, st in state.items()},
@@ -569,11 +605,27 @@ class PaperRun:
             io.write_json(paths.eval / "claims.json", claims)
             used = sorted({s for c in claims for s in c["measured"].get("seeds", [])})
             sub = f"seeds-{'-'.join(map(str, self.seeds))}" if block else ""
+            if self.registration is not None:
+                sub = f"confirm-{self.registration['id']}"
+                for c in claims:
+                    c["confirmatory"] = self.registration["id"]
+                io.write_json(paths.eval / "claims.json", claims)
             dest = self.out / slug / ("replay" if self.replay else sub)
             info = {
                 "method": slug,
                 "profile": "paper",
-                "kind": "held-out block" if block else "replay" if self.replay else "sequential",
+                "kind": "held-out block"
+                if block
+                else "replay"
+                if self.replay
+                else "confirmatory"
+                if self.registration
+                else "sequential",
+                **(
+                    {"registration": self.registration["id"]}
+                    if self.registration is not None
+                    else {}
+                ),
                 "seeds": used,
                 "seeds_paper": params["seeds"]["paper"],
                 "rounds": st.rounds,
@@ -625,14 +677,13 @@ class PaperRun:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
             if dest.exists():
-                if not block and not self.replay:
-                    # held-out blocks stay (the scoreboard ignores one whose seeds the new
-                    # pool used); a replay of the old run does not
-                    for old in sorted(dest.glob("seeds-*")):
+                # a rerun replaces what it writes and keeps every folder it did not write:
+                # held-out blocks (the scoreboard ignores one whose seeds the new pool
+                # used), replays (of the run they name), confirmatory runs, and the probes
+                # that chose the setting
+                for old in sorted(p for p in dest.iterdir() if p.is_dir()):
+                    if not (tmp / old.name).exists():
                         old.rename(tmp / old.name)
-                # the probes that chose the setting stay with every result of it
-                if (dest / PROBES).is_dir() and not (tmp / PROBES).exists():
-                    (dest / PROBES).rename(tmp / PROBES)
                 shutil.rmtree(dest)
             tmp.rename(dest)
             self.log(f"{slug}: results in {dest}")

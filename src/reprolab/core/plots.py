@@ -218,10 +218,67 @@ def grouped_bars(
 #: bar colour per verdict in :func:`claims_forest`
 VERDICT_COLOURS = {
     "reproduced": "#1a7f37",
+    "reproduced_smaller": "#7fb069",
+    "no_effect": "#0969da",
     "not_reproduced": "#cf222e",
     "inconclusive": "#9a6700",
     "out_of_reach": "#6e7781",
+    "did_not_replicate": "#8250df",
 }
+
+
+def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """One line per paper: its central claim's interval on a shared scale, in units of
+    the smallest effect that matters from the bound (0: the bound; 1: the smallest
+    effect, which is the paper's effect where the paper gives one, marked by a diamond),
+    the claimed side to the right, coloured by the verdict; a paper without an interval
+    is listed with its verdict. ``rows``: each with ``method``, ``verdict``, ``low``,
+    ``high``, ``value`` (already scaled, or None) and ``paper`` (True where 1 is the
+    paper's effect). Values beyond +-6 are drawn at the edge, with an arrow."""
+    from matplotlib.patches import Patch
+
+    edge = 6.0
+    fig, ax = plt.subplots(figsize=(8.0, 0.32 * len(rows) + 1.3))
+    labels = []
+    for y, r in enumerate(reversed(list(rows))):
+        colour = VERDICT_COLOURS.get(str(r["verdict"]), "#6e7781")
+        labels.append(str(r["method"]))
+        low, high, value = r.get("low"), r.get("high"), r.get("value")
+        if _finite(low) and _finite(high):
+            lo, hi = max(low, -edge), min(high, edge)
+            ax.plot([lo, hi], [y, y], color=colour, lw=6, solid_capstyle="butt", alpha=0.85)
+            for end, x in ((low, -edge), (high, edge)):
+                if abs(end) > edge:
+                    ax.annotate(
+                        "", (x, y), (x - 0.4 * (x / edge), y), arrowprops={"arrowstyle": "->"}
+                    )
+        if _finite(value) and abs(value) <= edge:
+            ax.plot([value], [y], "o", color="white", mec=colour, mew=1.5, ms=5)
+        if r.get("paper"):
+            ax.plot([1.0], [y], "D", color="black", ms=4)
+        if not (_finite(low) and _finite(high)):
+            ax.text(0.1, y, str(r["verdict"]).replace("_", " "), va="center", fontsize=7)
+    ax.axvline(0.0, color="#444", ls="--", lw=1)
+    ax.axvline(1.0, color="#999", ls=":", lw=1)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_xlim(-edge - 0.3, edge + 0.3)
+    ax.set_ylim(-0.7, len(labels) - 0.3)
+    ax.set(
+        xlabel="(interval - bound) / smallest effect that matters, claimed side to the right",
+        title="Central claims: interval against bound (dashed) and smallest effect (dotted)",
+    )
+    ax.title.set_fontsize(9)
+    ax.xaxis.label.set_fontsize(8)
+    shown = [v for v in VERDICT_COLOURS if any(r["verdict"] == v for r in rows)]
+    ax.legend(
+        handles=[Patch(color=VERDICT_COLOURS[v], label=v.replace("_", " ")) for v in shown],
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncol=min(4, len(shown)),
+        frameon=False,
+    )
+    return save_figure(fig, path)
 
 
 def _finite(x: Any) -> bool:

@@ -1,0 +1,159 @@
+"""Confirmatory runs (``reprolab.confirm``): a registration must be committed before its
+run, the tree must match it, its seeds must be unused, it runs once, and a resumed run
+is the same registration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reprolab import confirm, ledger
+from reprolab.paper import MethodRounds, PaperError, PaperRun
+
+ROOT = Path(__file__).resolve().parents[2]
+SLUG = "desk_reject"
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "HOME": str(root.parent),
+            "PATH": "/usr/bin:/bin",
+        },
+    )
+
+
+def _commit(root: Path, message: str = "x") -> None:
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", message)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project with what a registration fixes (src/, params.yaml, dvc.yaml) and one
+    committed result of the method on seeds 0-4."""
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "code.py").write_text("x = 1\n")
+    (root / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    (root / "dvc.yaml").write_text("stages: {}\n")
+    result = root / "docs" / "results" / SLUG
+    result.mkdir(parents=True)
+    (result / "run.json").write_text(json.dumps({"seeds": [0, 1, 2, 3, 4]}))
+    _git(root, "init", "-q")
+    _commit(root)
+    return root
+
+
+def test_a_registration_fixes_fresh_seeds_the_claims_and_the_tree(project):
+    entry = confirm.register(project, SLUG)
+    assert entry["seeds"][0] >= confirm.FIRST_SEED
+    assert len(entry["seeds"]) == entry["plan"]["max_seeds"]
+    assert set(entry["claims"]) == {c.id for c in confirm.registry.get(SLUG).claims}
+    for d in entry["claims"].values():  # unit, rule, margin: registered with the claim
+        assert {"unit", "rule", "effect", "equivalence_margin", "check"} <= set(d)
+    assert entry["trees"] == confirm._trees(project)
+    assert ledger.read(project, SLUG)[-1] == entry
+
+
+def test_a_registration_skips_seeds_a_result_used(project):
+    block = project / "docs" / "results" / SLUG / "seeds-1000-1001"
+    block.mkdir()
+    (block / "run.json").write_text(json.dumps({"seeds": [1000, 1001]}))
+    _commit(project)
+    assert confirm.register(project, SLUG)["seeds"][0] == 1002
+
+
+def test_a_registration_needs_a_clean_tree(project):
+    (project / "src" / "code.py").write_text("x = 2\n")
+    with pytest.raises(confirm.ConfirmError, match="commit"):
+        confirm.register(project, SLUG)
+
+
+def test_a_confirmatory_run_refuses_an_uncommitted_registration(project):
+    confirm.register(project, SLUG)
+    with pytest.raises(PaperError, match="not committed"):
+        PaperRun(project, [SLUG], confirm=True, log=lambda m: None).run()
+    _commit(project, "register")
+    confirm.verify(project, SLUG, confirm.latest(project, SLUG))  # now it may run
+
+
+def test_a_confirmatory_run_refuses_a_tree_that_differs(project):
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    (project / "src" / "code.py").write_text("x = 2\n")
+    with pytest.raises(confirm.ConfirmError, match="tree differs"):
+        confirm.verify(project, SLUG, entry)
+    _commit(project, "a change after the registration")  # committed: still not the same tree
+    with pytest.raises(confirm.ConfirmError, match="tree differs.*src"):
+        confirm.verify(project, SLUG, entry)
+
+
+def test_a_confirmatory_run_refuses_a_changed_config(project):
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    raw = yaml.safe_load((project / "params.yaml").read_text())
+    raw["methods"][SLUG]["paper"] = {**(raw["methods"][SLUG]["paper"] or {}), "budget_minutes": 1}
+    (project / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(confirm.ConfirmError, match="tree differs.*params.yaml"):
+        confirm.verify(project, SLUG, entry)
+
+
+def test_a_confirmatory_run_refuses_a_seed_a_committed_result_used(project):
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    block = project / "docs" / "results" / SLUG / "seeds-1003"
+    block.mkdir()
+    (block / "run.json").write_text(json.dumps({"seeds": [entry["seeds"][3]]}))
+    _commit(project, "a result on a registered seed")
+    with pytest.raises(confirm.ConfirmError, match=r"seeds \[1003\].*used by a committed result"):
+        confirm.verify(project, SLUG, entry)
+
+
+def test_a_registration_runs_once(project):
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    confirm.results_folder(project, SLUG, entry).mkdir()
+    with pytest.raises(confirm.ConfirmError, match="has its result already"):
+        confirm.verify(project, SLUG, entry)
+
+
+def test_a_resumed_confirmatory_run_is_the_same_registration(project, tmp_path, monkeypatch):
+    """The copy's saved state carries the registration; a resume runs it with the same
+    params (the registered seeds and plan), whatever the ledger holds by then."""
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    run = PaperRun(project, [SLUG], confirm=True, log=lambda m: None)
+    run.registration = entry
+    params = run.first_params()
+    assert params["seeds"]["paper"] == entry["seeds"]
+    assert params["methods"][SLUG]["paper"]["evidence"]["first"] == entry["plan"]["first"]
+    work = tmp_path / "copy"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "code.py").write_text("x = 1\n")
+    _git(work, "init", "-q")
+    _commit(work)
+    state = {SLUG: MethodRounds(SLUG)}
+    run._save(work, params, state, {"commit": "c", "dirty": False, "wall": 0.0}, 2)
+    confirm.register(project, SLUG)  # a newer registration: not the one being resumed
+    seen = {}
+
+    def rounds(self, work, params, state, run, first):
+        seen.update(params=params, registration=self.registration, first=first)
+        return state
+
+    monkeypatch.setattr(PaperRun, "_rounds", rounds)
+    PaperRun(project, [SLUG], resume=work, log=lambda m: None).run()
+    assert seen == {"params": params, "registration": entry, "first": 2}

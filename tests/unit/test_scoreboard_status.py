@@ -1,0 +1,85 @@
+"""The scoreboard's headline: confirmatory where a registered run has results, marked
+exploratory otherwise; changes after the first result counted; a main table that reads
+at a glance, with a figure of every central claim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reprolab import ledger, registry, scoreboard
+
+ROOT = Path(__file__).resolve().parents[2]
+SLUG = "ttba"
+
+
+def _folder(path: Path, verdict: str, date: str, value: float, extra: dict | None = None) -> None:
+    central = next(c for c in registry.get(SLUG).claims if c.central)
+    path.mkdir(parents=True)
+    measured = {
+        "value": value,
+        "ci_low": value - 0.1,
+        "ci_high": value + 0.1,
+        "n": 10,
+        "sd": 0.1,
+        "seeds": list(range(10)),
+        "bound": 0.0,
+        "claimed": "<",
+        "unit": "seed",
+        "analysis": "t",
+    }
+    entry = {"id": central.id, "precision": "fp32", "headline": True, "central": True}
+    entry |= {"verdict": verdict, "measured": measured, "effect": central.effect}
+    (path / "claims.json").write_text(json.dumps([entry]))
+    (path / "run.json").write_text(
+        json.dumps({"date": date, "seeds": list(range(10)), **(extra or {})})
+    )
+
+
+def _row(results: Path) -> dict:
+    return next(r for r in scoreboard.rows(ROOT, results) if r["method"] == SLUG)
+
+
+def test_without_a_confirmatory_run_the_row_is_exploratory(tmp_path):
+    _folder(tmp_path / SLUG, "reproduced", "2026-12-06T00:00:00", -0.4)
+    row = _row(tmp_path)
+    assert row["status"] == "exploratory" and not row["confirmatory"]
+    assert "Exploratory only" in scoreboard._summary(scoreboard.rows(ROOT, tmp_path))
+
+
+def test_a_confirmatory_run_is_the_headline_and_says_whether_it_replicated(tmp_path):
+    _folder(tmp_path / SLUG, "reproduced", "2026-12-06T00:00:00", -0.4)
+    confirm = {"kind": "confirmatory", "registration": "2026-12-08-abc"}
+    _folder(
+        tmp_path / SLUG / "confirm-2026-12-08-abc", "not_reproduced", "2026-12-08", 0.3, confirm
+    )
+    row = _row(tmp_path)
+    assert row["verdict"] == "not_reproduced" and row["confirmatory"]
+    assert row["status"] == "confirmatory (2026-12-08-abc): did not replicate"
+    assert scoreboard.replication("inconclusive", "reproduced") == "first test"
+    assert scoreboard.replication("reproduced", "reproduced") == "replicated"
+
+
+def test_an_amendment_before_the_latest_result_still_counts_as_a_change(tmp_path):
+    """Every amendment comes after the claim's first result; the scoreboard used to count
+    only those after the *latest* results and said "no" for the rest."""
+    central = next(c for c in registry.get(SLUG).claims if c.central)
+    amended = ledger.amendments(ROOT, SLUG).get(central.id, [])
+    assert amended  # the committed ledger has amendments of ttba's central claim
+    latest = max(a["date"] for a in amended)
+    _folder(tmp_path / SLUG, "reproduced", latest + "Z", -0.4)  # results after them all
+    row = _row(tmp_path)
+    assert row["changes"] >= len(amended) > 0
+    assert row["changed"].startswith(f"{row['changes']} since the first result")
+
+
+def test_the_main_table_reads_at_a_glance():
+    text = (ROOT / "docs" / "results" / "README.md").read_text()
+    table = text[text.index("| paper |") :].split("\n\n")[0].splitlines()
+    header, rows = table[0], table[2:]
+    assert header.count("|") - 1 <= 7
+    assert len(rows) == len(registry.slugs()) == 19
+    assert all(r.count("|") == header.count("|") for r in rows)
+    figure = scoreboard.figure_rows(scoreboard.rows(ROOT), ROOT, ROOT / "docs" / "results")
+    assert [r["method"] for r in figure] == registry.slugs()
+    assert (ROOT / "docs" / "results" / scoreboard.FIGURE).is_file()
