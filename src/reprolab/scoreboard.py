@@ -641,6 +641,20 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
         ]
     if added:
         lines += ["", f"Not in this run (added after it): {', '.join(added)}."]
+    for folder in confirmatory_folders(results, slug):
+        run_c = json.loads((folder / "run.json").read_text())
+        said = "; ".join(
+            f"`{c['id']}` {core_claims.VERDICT_TEXT.get(c['verdict'], c['verdict'])} "
+            f"{core_claims.measured_text(c.get('measured') or {})}"
+            for c in json.loads((folder / "claims.json").read_text())
+            if _headline(c)
+        )
+        link = Path(os.path.relpath(folder / "claims.md", readme.parent)).as_posix()
+        lines += [
+            "",
+            f"**Confirmatory run** {run_c.get('registration', '?')} ([report]({link}), "
+            f"{run_c.get('date', '?')[:10]}, seeds {_seeds(run_c.get('seeds', []))}): {said}.",
+        ]
     lines += ["", f"The method's claims are one family: {core_claims.FAMILY_RULE}."]
     lines.append(END)
     return "\n".join(lines)
