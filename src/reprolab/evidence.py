@@ -36,6 +36,8 @@ def headline(claims: list[dict]) -> dict[str, dict]:
 def why_not_more(result: dict, plan: Any) -> str:
     """Why more seeds would not change an undecided claim ('' when they could)."""
     m = result.get("measured", {})
+    if result["verdict"] == "premise_failed":
+        return "not tested: its premise failed on seeds already run (more cannot undo that)"
     if result["verdict"] != "inconclusive":
         return "decided" if result["verdict"] != "out_of_reach" else "out of reach here"
     if m.get("not_tested"):

@@ -611,7 +611,9 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
             filter(
                 None,
                 [
-                    m.get("size", ""),
+                    (m.get("premise") or {}).get("summary", "")
+                    if c["verdict"] == "premise_failed"
+                    else m.get("size", ""),
                     "not tested: the central claim is undecided"
                     if (m.get("family") or {}).get("note", "").startswith("not tested")
                     else "",

@@ -277,3 +277,51 @@ def test_committed_claims_are_what_the_current_analysis_gives():
 def test_verdict_kinds_are_distinct_and_complete():
     assert len(set(VERDICTS)) == len(VERDICTS)
     assert set(itertools.chain(VERDICTS)) >= {"reproduced_smaller", "no_effect"}
+
+
+# ------------------------------------------------------------------------ premise gate
+
+
+def _premise_table(selectivity: list[float]) -> pd.DataFrame:
+    rows = []
+    for seed, sel in enumerate(selectivity):
+        rows += [
+            ("t", "tuned", seed, "fp32", "sel", sel),
+            ("t", "tuned", seed, "fp32", "base_sel", 0.1),
+            ("t", "tuned", seed, "fp32", "acc", 0.6),
+            ("t", "base", seed, "fp32", "acc", 0.5 + 0.001 * seed),
+        ]
+    out = pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
+    out["seed"] = out["seed"].astype("Int64")
+    return out
+
+
+def _gated() -> Claim:
+    from reprolab.core.claims import Premise
+
+    return Claim(
+        id="gated",
+        statement="tuned beats base",
+        paper_value="",
+        paper_setting="",
+        metric="acc",
+        check=PairedDifference("tuned", "base"),
+        effect=0.01,
+        effect_basis="margin: x",
+        source="card",
+        premise=Premise("selective", "tuned", "sel", 0.5, minus="base_sel"),
+    )
+
+
+def test_a_failed_premise_leaves_the_claim_untested():
+    """safety_dims' case: the premise holds on 2 of 5 seeds; the check alone would
+    decide, the claim is 'not tested: premise failed' and spends no alpha."""
+    result = _gated().evaluate(_premise_table([0.17, 0.0, 0.67, 0.25, 0.75]), "fp32", "paper")
+    m = result["measured"]
+    assert result["verdict"] == "premise_failed" and m["check_verdict"] == "reproduced"
+    assert m["premise"]["failing_seeds"] == [0, 1, 3]
+    assert m["premise"]["per_seed"][0] == pytest.approx(0.07)
+    held = _gated().evaluate(_premise_table([0.9, 0.8, 0.7, 0.95, 0.6]), "fp32", "paper")
+    assert held["verdict"] == "reproduced" and held["measured"]["premise"]["holds"]
+    out = adjust_family([{**result, "headline": True}], _again, 0.05)
+    assert out[0]["verdict"] == "premise_failed" and "family" not in out[0]["measured"]

@@ -39,13 +39,16 @@ from reprolab.core.stats import (
 #: bound but excludes that size (an effect on the claimed side, smaller than the
 #: paper's); ``no_effect``: the interval holds the bound and lies within the equivalence
 #: margin of it (a TOST at the look's level); ``not_reproduced``: it lies on the other
-#: side; ``inconclusive``: none of these; ``out_of_reach``: not testable here
+#: side; ``inconclusive``: none of these; ``premise_failed``: not tested, the claim's
+#: registered premise (:class:`Premise`) does not hold on the run's seeds;
+#: ``out_of_reach``: not testable here
 VERDICTS = (
     "reproduced",
     "reproduced_smaller",
     "no_effect",
     "not_reproduced",
     "inconclusive",
+    "premise_failed",
     "out_of_reach",
 )
 #: the verdicts that decide a claim (its sequential rounds stop)
@@ -73,6 +76,7 @@ VERDICT_TEXT = {
     "no_effect": "no effect that matters",
     "not_reproduced": "not reproduced",
     "inconclusive": "inconclusive",
+    "premise_failed": "not tested: premise failed",
     "out_of_reach": "out of reach",
 }
 #: where a claim's paper value may come from: the abstract, the method's card, or a named
@@ -1087,6 +1091,44 @@ def read_size(
 
 
 @dataclass(frozen=True)
+class Premise:
+    """What must hold before a claim is tested (a premise check, registered with the
+    claim): per seed, ``metric`` of ``variant`` (minus ``minus``, another metric of the
+    same variant, where given) is at least ``at_least``, in every seed. Read on the
+    claim's own rows at fp32; a premise that fails makes the claim ``premise_failed``
+    (what its check said stays in ``check_verdict``)."""
+
+    statement: str
+    variant: str
+    metric: str
+    at_least: float
+    minus: str = ""
+
+    def evaluate(self, table: pd.DataFrame) -> dict[str, Any]:
+        rows = table[(table.variant == self.variant) & (table.precision == "fp32")]
+        wide = rows.pivot_table(index="seed", columns="metric", values="value", aggfunc="mean")
+        if self.metric not in wide or (self.minus and self.minus not in wide):
+            return {
+                "statement": self.statement,
+                "holds": False,
+                "summary": f"premise not measured: no {self.metric!r} of {self.variant}",
+            }
+        values = wide[self.metric] - (wide[self.minus] if self.minus else 0.0)
+        failing = sorted(int(s) for s, v in values.items() if not v >= self.at_least)
+        per_seed = {int(s): round(float(v), 6) for s, v in values.items()}
+        what = f"{self.metric}{' - ' + self.minus if self.minus else ''} of {self.variant}"
+        return {
+            "statement": self.statement,
+            "holds": not failing and bool(per_seed),
+            "per_seed": per_seed,
+            "failing_seeds": failing,
+            "summary": f"{what} >= {self.at_least:g} in every seed: "
+            + ("holds" if not failing else f"fails in seeds {failing}")
+            + f" ({len(per_seed) - len(failing)} of {len(per_seed)} hold)",
+        }
+
+
+@dataclass(frozen=True)
 class OutOfReach:
     """Why a claim cannot be tested by this code on this machine at any affordable size,
     and what would test it (the model, the data, the GPU hours)."""
@@ -1128,6 +1170,8 @@ class Claim:
     #: how the replicates become an interval (:data:`reprolab.core.stats.RULES`): ``t``
     #: for the mean, ``sign`` for the median of a skewed, bimodal or bounded metric
     rule: str = "t"
+    #: what must hold before the claim is tested (None: nothing)
+    premise: Premise | None = None
 
     def __post_init__(self) -> None:
         if not self.unit:
@@ -1191,6 +1235,7 @@ class Claim:
             "unit": self.unit,
             "unit_reason": self.unit_reason,
             "rule": self.rule,
+            **({"premise": repr(self.premise)} if self.premise is not None else {}),
             "out_of_reach": None
             if self.out_of_reach is None
             else {"reason": self.out_of_reach.reason, "would_test": self.out_of_reach.would_test},
@@ -1253,6 +1298,16 @@ class Claim:
         if self.fixed_n:
             measured["fixed_n"] = self.fixed_n
         result = verdict.verdict
+        if self.premise is not None and self.out_of_reach is None:
+            premise = self.premise.evaluate(table)
+            measured["premise"] = premise
+            if not premise["holds"]:
+                measured["check_verdict"] = measured.get("check_verdict", result)
+                measured["summary"] = (
+                    f"not tested: premise failed ({premise['summary']}); "
+                    f"the check alone: {measured.get('summary', '')}"
+                )
+                result = "premise_failed"
         if self.out_of_reach is not None:
             if result != "inconclusive" or "check_verdict" not in measured:
                 measured["check_verdict"] = result
@@ -1297,7 +1352,7 @@ def _in_family(result: dict[str, Any]) -> bool:
     """Whether a headline result is a statistical test that spends alpha."""
     m = result.get("measured", {})
     return (
-        result.get("verdict") != "out_of_reach"
+        result.get("verdict") not in ("out_of_reach", "premise_failed")
         and not m.get("not_tested")
         and m.get("test") not in ("exact", "exhaustive")
     )

@@ -222,6 +222,7 @@ VERDICT_COLOURS = {
     "no_effect": "#0969da",
     "not_reproduced": "#cf222e",
     "inconclusive": "#9a6700",
+    "premise_failed": "#57606a",
     "out_of_reach": "#6e7781",
     "did_not_replicate": "#8250df",
 }

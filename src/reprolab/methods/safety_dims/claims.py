@@ -21,11 +21,25 @@ with its shuffled-label null distribution (the excess over the null's 95% quanti
 which varies over seeds where a floored permutation p-value does not).
 """
 
-from reprolab.core.claims import Claim, PairedDifference, Threshold
+from reprolab.core.claims import Claim, PairedDifference, Premise, Threshold
 
 _SETTING = (
     "Llama-3.1-8B-Instruct after safety SFT / DPO on jailbreak prompts (StrongREJECT "
     "harmful requests + benign requests), last-token residual stream of every layer"
+)
+
+#: the premise stated before the paper run (README, "The premise check"): the shift is about
+#: refusal only if the tuned model refuses unseen harmful requests selectively, by at least
+#: 0.5 more than the base model, in every seed
+SELECTIVE_REFUSAL = Premise(
+    statement=(
+        "the tuned model's refusal selectivity on the held-out calibration topics (harmful "
+        "minus benign refusal) exceeds the base model's by at least 0.5 in every seed"
+    ),
+    variant="safety_tuned",
+    metric="calib_selectivity",
+    minus="base_calib_selectivity",
+    at_least=0.5,
 )
 
 CLAIMS = (
@@ -50,6 +64,7 @@ CLAIMS = (
             "abstract or card"
         ),
         source="abstract",
+        premise=SELECTIVE_REFUSAL,
         central=True,
     ),
     Claim(
@@ -69,6 +84,7 @@ CLAIMS = (
             "component 0's accuracy (~0.97-0.99), not a control"
         ),
         source="card",
+        premise=SELECTIVE_REFUSAL,
     ),
     Claim(
         id="secondary_wrappers",
@@ -87,6 +103,7 @@ CLAIMS = (
             "gives no separation statistic"
         ),
         source="abstract",
+        premise=SELECTIVE_REFUSAL,
     ),
     Claim(
         id="trigger_removal",
@@ -104,5 +121,6 @@ CLAIMS = (
             "refusing change by a factor ~1.65); the paper gives no effect on this scale"
         ),
         source="abstract",
+        premise=SELECTIVE_REFUSAL,
     ),
 )
