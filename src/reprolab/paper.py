@@ -419,13 +419,51 @@ class PaperRun:
             **os.environ,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "PYTHONPATH": str(work / "src"),
+            # the project's own tracking store (mlflow.env resolved against the project,
+            # not the copy): the runs that give the verdicts can be compared in `make ui`
+            "MLFLOW_TRACKING_URI": self.tracking_uri(),
+            "REPROLAB_RUN_TAGS": json.dumps(self.run_tags(run)),
         }
         # a worker shared by checkouts preloads their code, not the copy's: the copy's own
         env.pop(worker.SOCKET_ENV, None)
         with self._copy_worker(work, env):
             self._round_loop(work, params, state, run, first, env)
         self._collect(work, params, state, run)
+        self.log(f"MLflow runs of this paper run: {env['MLFLOW_TRACKING_URI']} (make ui)")
+        if self.work is None and self.resume is None:  # a temporary copy: nothing to resume
+            shutil.rmtree(work, ignore_errors=True)
+            self.log(f"removed the copy {work}")
         return state
+
+    def tracking_uri(self) -> str:
+        """The project's MLflow store: the environment's MLFLOW_TRACKING_URI, else
+        mlflow.env's, a relative SQLite path resolved against the project."""
+        from dotenv import dotenv_values
+
+        from reprolab.core.tracking import ENV_FILE, resolve_uri
+
+        uri = os.environ.get("MLFLOW_TRACKING_URI") or (
+            dotenv_values(self.root / ENV_FILE).get("MLFLOW_TRACKING_URI") or ""
+        )
+        if not uri:
+            raise PaperError(f"{self.root / ENV_FILE}: MLFLOW_TRACKING_URI is not set")
+        return resolve_uri(uri, self.root)
+
+    def run_tags(self, run: dict) -> dict[str, str]:
+        """The MLflow tags every run of this paper run carries (REPROLAB_RUN_TAGS)."""
+        kind = (
+            "held-out block"
+            if self.seeds is not None
+            else "replay"
+            if self.replay
+            else "confirmatory"
+            if self.registration is not None
+            else "exploratory"
+        )
+        tags = {"paper_run": kind, "paper_commit": str(run.get("commit", ""))}
+        if self.registration is not None:
+            tags["registration"] = self.registration["id"]
+        return tags
 
     @contextlib.contextmanager
     def _copy_worker(self, work: Path, env: dict[str, str]):

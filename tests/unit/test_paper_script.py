@@ -362,3 +362,19 @@ def test_a_held_out_block_resumes_with_its_own_seeds(tmp_path, recorded):
     with pytest.raises(PaperError, match="holds a replay"):
         other.run()
     assert other.replay and other.seeds is None
+
+
+def test_a_paper_run_tracks_into_the_projects_store(tmp_path, monkeypatch):
+    """The rounds run in a scratch copy, but their MLflow runs go to the project's store:
+    mlflow.env's relative SQLite path resolved against the project, not the copy; an
+    MLFLOW_TRACKING_URI in the environment wins. The runs carry the paper run's kind."""
+    root = _git_project(tmp_path, _params())
+    (root / "mlflow.env").write_text("MLFLOW_TRACKING_URI=sqlite:///.mlflow/mlflow.db\n")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    run = PaperRun(root, ["dp_noise"], log=lambda m: None)
+    assert run.tracking_uri() == f"sqlite:///{(root / '.mlflow' / 'mlflow.db').resolve()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5001")
+    assert run.tracking_uri() == "http://127.0.0.1:5001"
+    assert run.run_tags({"commit": "abc"}) == {"paper_run": "exploratory", "paper_commit": "abc"}
+    block = PaperRun(root, ["dp_noise"], seeds=[100], log=lambda m: None)
+    assert block.run_tags({})["paper_run"] == "held-out block"
