@@ -47,13 +47,18 @@ def _root(root: str | None) -> Path:
 def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker, str]:
     """The MLflow chain run of ``slug`` in this flow run (its stages' runs are children)."""
     run_id = str(flow_run.id)
+    cfg = config.load(project / "params.yaml")
     tracker = tracking.open_tracker(project, slug, "chain", profile)
     parent = tracker.client.create_run(
         tracker.experiment_id,
-        run_name=f"chain-prefect-{slug}-{run_id[:8]}",
+        # the method, profile and seeds; the flow run is in the tag prefect.flow_run_id
+        run_name=tracking.run_name(
+            slug, "chain", profile, cfg.method(slug).evidence.seeds(cfg.seeds)
+        ),
         tags={
             **tracking.git_state(project),
             **tracking.machine_tags(),
+            **tracking.profile_tags(profile),
             "reprolab.kind": "chain",
             "reprolab.entry": "prefect",
             "reprolab.profile": profile,
@@ -62,7 +67,6 @@ def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker
             "prefect.root_flow_run_id": str(flow_run.root_flow_run_id or run_id),
         },
     ).info.run_id
-    cfg = config.load(project / "params.yaml")
     tracker.log_params(  # the setting, so chains of different settings can be compared
         parent,
         {

@@ -29,6 +29,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
+from reprolab.core.tracking import SMOKE, shown_verdict
 from reprolab.ops import dvcstate
 from reprolab.paths import reports_dir
 from reprolab.stages import run_stage
@@ -46,6 +47,16 @@ CLAIM_COLUMNS = [
 ]
 #: a cell of the compact markdown artifact is cut to this many characters
 CELL_CHARS = 70
+#: the compact artifact's first line when a smoke verdict is in it
+SMOKE_BANNER = (
+    "**Smoke profile: its verdicts check the machinery; they are not evidence.** "
+    "Each smoke verdict is marked (smoke)."
+)
+
+
+def _shown(c: dict) -> str:
+    """A claim's verdict in words, marked '(smoke)' on the smoke profile."""
+    return shown_verdict(c["verdict"].replace("_", " "), str(c.get("profile", "")))
 
 
 @contextmanager
@@ -146,14 +157,15 @@ def _measured(m: dict) -> str:
 
 def verdict_lines(claims: list[dict]) -> list[str]:
     """``<claim> [<precision>]: <VERDICT>, measured <value> [<interval>] (paper: ...)``
-    for each headline claim, the central one marked."""
+    for each headline claim, the central one marked, a smoke verdict ``<VERDICT> (smoke)``."""
     out = []
     for c in claims:
         if not c.get("headline", c.get("precision") == "fp32"):
             continue
         star = " (central)" if c.get("central") else ""
+        verdict = _shown({**c, "verdict": c["verdict"].upper()})  # REPRODUCED (smoke)
         out.append(
-            f"{c['id']}{star} [{c['precision']}]: {c['verdict'].replace('_', ' ').upper()}, "
+            f"{c['id']}{star} [{c['precision']}]: {verdict}, "
             f"measured {_measured(c['measured'])} (paper: {_cut(c.get('paper_value', ''))})"
         )
     return out
@@ -162,10 +174,13 @@ def verdict_lines(claims: list[dict]) -> list[str]:
 def compact_markdown(by_method: dict[str, list[dict]], report: str) -> str:
     """The artifact a user reads first: per method, one row per claim and precision with
     the verdict, then measured and paper (cut to :data:`CELL_CHARS`); figures and long
-    texts are in the full report (its path given)."""
+    texts are in the full report (its path given). A smoke verdict is marked '(smoke)',
+    under a banner line saying smoke verdicts are no evidence."""
+    smoke = any(c.get("profile") == SMOKE for claims in by_method.values() for c in claims)
     lines = [
         "# reprolab claims: verdict, measured, paper",
         "",
+        *([SMOKE_BANNER, ""] if smoke else []),
         f"Full report (figures, the paper's setting, the evidence rules): `{report}`",
     ]
     for slug, claims in by_method.items():
@@ -179,10 +194,19 @@ def compact_markdown(by_method: dict[str, list[dict]], report: str) -> str:
         for c in claims:
             star = " **(central)**" if c.get("central") else ""
             lines.append(
-                f"| {c['id']}{star} | {c['precision']} | **{c['verdict'].replace('_', ' ')}** "
+                f"| {c['id']}{star} | {c['precision']} | **{_shown(c)}** "
                 f"| {_measured(c['measured'])} | {_cut(c.get('paper_value', ''))} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def table_rows(table) -> list[dict]:
+    """The table artifact's rows (:data:`CLAIM_COLUMNS` of claims.csv), a smoke row's
+    verdict marked '(smoke)' beside its profile column."""
+    rows = table[CLAIM_COLUMNS].to_dict("records")
+    for row in rows:
+        row["verdict"] = shown_verdict(row["verdict"], row["profile"])
+    return rows
 
 
 @task(
@@ -211,7 +235,7 @@ def publish_claims(root: str) -> dict:
     )
     table = pd.read_csv(folder / "claims.csv", dtype=str, keep_default_na=False)
     table_id = create_table_artifact(
-        table=table[CLAIM_COLUMNS].to_dict("records"),
+        table=table_rows(table),
         key="claims-table",
         description="reprolab claims: one row per claim and precision",
     )

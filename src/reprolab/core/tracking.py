@@ -44,11 +44,60 @@ UI_WORKFLOW = "workflowType=machine_learning"
 #: experiment tag ``mlflow.sharedViewState.<key>`` the UI opens with ``?viewStateShareKey``
 VIEW_KEY = "reprolab"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
+#: tags every run carries: its profile and, on a smoke run, what its verdicts are worth
+PROFILE_TAG = "profile"
+EVIDENCE_TAG = "evidence"
+SMOKE = "smoke"
+SMOKE_EVIDENCE = "smoke: machinery check, not evidence"
+#: the metric a stage run (and, summed, its chain run) records its own wall time in
+COMPUTE_METRIC = "compute_seconds"
+
+
+def profile_tags(profile: str) -> dict[str, str]:
+    """``profile`` = smoke / paper on every run, and ``evidence`` on a smoke run: its
+    verdicts check the machinery, they are not evidence."""
+    tags = {PROFILE_TAG: profile}
+    if profile == SMOKE:
+        tags[EVIDENCE_TAG] = SMOKE_EVIDENCE
+    return tags
+
+
+def shown_verdict(verdict: str, profile: str) -> str:
+    """A verdict as it is shown: 'reproduced (smoke)' on the smoke profile, else as it is."""
+    return f"{verdict} ({SMOKE})" if profile == SMOKE else verdict
+
+
+def run_name(method: str, stage: str, profile: str, seeds: Iterable[int] = ()) -> str:
+    """A run's name in the runs table: what ran, on which profile and seeds, e.g.
+    ``desk_reject · evaluate · smoke · seeds 0-1`` (no seeds part when there are none)."""
+    from reprolab.core.claims import seed_ranges
+
+    seeds = sorted({int(s) for s in seeds})
+    parts = [method, stage, profile, *([f"seeds {seed_ranges(seeds)}"] if seeds else [])]
+    return " · ".join(parts)
+
+
+def verdict_params(claims: Iterable[dict], profile: str) -> dict[str, str]:
+    """``verdict.<claim>`` -> the headline verdict as a word (at fp32, or at the scheme a
+    quantization claim is about), marked on the smoke profile (:func:`shown_verdict`).
+    MLflow params, so the runs table shows them as words beside the metrics; the
+    per-precision verdicts stay tags (``verdict.<claim>.<precision>``)."""
+    return {
+        f"verdict.{c['id']}": shown_verdict(c["verdict"], profile)
+        for c in claims
+        if c.get("headline", c.get("precision") == "fp32")
+    }
 
 
 def runs_view_url(experiment_id: str) -> str:
     """The experiment's runs table with the project's columns (verdicts, profile)."""
     return f"#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}&{UI_WORKFLOW}"
+
+
+def run_url(experiment_id: str, run_id: str) -> str:
+    """A run's page in the model-training view. Every UI link the project prints or
+    writes is built here or by :func:`runs_view_url`, so each carries :data:`UI_WORKFLOW`."""
+    return f"#/experiments/{experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
 
 
 def view_state(columns: list[tuple[str, str]]) -> str:
@@ -207,8 +256,10 @@ class Tracker:
 
         uri = os.environ["MLFLOW_TRACKING_URI"]
         self.root = root
+        self.experiment = experiment
         self.stage = stage
         self.profile = profile
+        self._opened = time.perf_counter()  # compute_seconds counts from here
         with store_init_lock(uri):  # the store's tables and the experiment, created once
             self.client = MlflowClient(tracking_uri=uri)
             self.experiment_id = self._experiment(experiment, description)
@@ -217,6 +268,7 @@ class Tracker:
         self.run_id: str | None = None
         self._base_tags = {
             **git_state(root),
+            **profile_tags(profile),
             "reprolab.profile": profile,
             "reprolab.slug": experiment,
         }
@@ -252,8 +304,9 @@ class Tracker:
                 raise
             return found.experiment_id
 
-    def _chain_parent(self) -> str:
-        """The chain run this stage belongs to (created by the first stage that runs)."""
+    def _chain_parent(self, params: dict[str, Any] | None = None) -> str:
+        """The chain run this stage belongs to (created by the first stage that runs,
+        named after the method, the profile and the seeds of ``params``)."""
         env_parent = os.environ.get(PARENT_ENV)
         if env_parent:
             return env_parent
@@ -267,7 +320,9 @@ class Tracker:
             return runs[0].info.run_id
         run = self.client.create_run(
             self.experiment_id,
-            run_name=f"chain-{time.strftime('%Y%m%d-%H%M%S')}",
+            run_name=run_name(
+                self.experiment, "chain", self.profile, (params or {}).get("seeds") or ()
+            ),
             tags={
                 **self._base_tags,
                 **machine_tags(),
@@ -279,7 +334,7 @@ class Tracker:
         return run.info.run_id
 
     def start(self, params: dict[str, Any], inputs: Iterable[Path] = (), chain: bool = True) -> str:
-        self.parent_id = self._chain_parent() if chain else None
+        self.parent_id = self._chain_parent(params) if chain else None
         if self.parent_id and not self.owns_parent:
             self._close_orphans(self.parent_id)
         tags = {
@@ -316,11 +371,30 @@ class Tracker:
 
     def finish(self, ok: bool) -> None:
         status = "FINISHED" if ok else "FAILED"
-        if self.run_id:
-            self.client.set_terminated(self.run_id, status)
-        env_parent = os.environ.get(PARENT_ENV)
-        if self.parent_id and not env_parent and (not ok or self.stage == CHAIN_END_STAGE):
-            self.client.set_terminated(self.parent_id, status)
+        try:
+            self._log_compute_seconds()
+        finally:
+            if self.run_id:
+                self.client.set_terminated(self.run_id, status)
+            env_parent = os.environ.get(PARENT_ENV)
+            if self.parent_id and not env_parent and (not ok or self.stage == CHAIN_END_STAGE):
+                self.client.set_terminated(self.parent_id, status)
+
+    def _log_compute_seconds(self) -> None:
+        """``compute_seconds``: this stage's wall time, from opening its tracker to its
+        end, on its run; on the chain run, the sum over the chain's stages so far (one
+        step per stage), so the chain shows the compute apart from its wall-clock
+        duration, which also holds the waits between its stages. A chain's stages run
+        one after another, so reading the sum and adding to it races with nothing."""
+        if not self.run_id:
+            return
+        seconds = time.perf_counter() - self._opened
+        self.log_metrics(self.run_id, {COMPUTE_METRIC: seconds})
+        if self.parent_id:
+            history = self.client.get_metric_history(self.parent_id, COMPUTE_METRIC)
+            last = max(history, key=lambda m: (m.step, m.timestamp), default=None)
+            total = (last.value if last else 0.0) + seconds
+            self.log_metrics(self.parent_id, {COMPUTE_METRIC: total}, step=len(history))
 
     @contextmanager
     def unit_run(self, name: str, params: dict[str, Any], tags: dict[str, str]) -> Iterator[str]:
@@ -385,7 +459,7 @@ class Tracker:
         self.client.set_experiment_tag(self.experiment_id, VIEW_TAG, view_state(columns))
 
     def run_url(self, run_id: str) -> str:
-        return f"#/experiments/{self.experiment_id}/runs/{run_id}?{UI_WORKFLOW}"
+        return run_url(self.experiment_id, run_id)
 
 
 #: the folder of artifacts that sits next to a project's SQLite store

@@ -28,7 +28,7 @@ from reprolab.contract import Unit, is_runtime_metric
 from reprolab.core import io
 from reprolab.core.claims import BASE_COLUMNS, SUPPORTED, VERDICTS, param_columns
 from reprolab.core.threads import set_threads
-from reprolab.core.tracking import log
+from reprolab.core.tracking import EVIDENCE_TAG, log, verdict_params
 from reprolab.stages._common import (
     PreparedData,
     Trained,
@@ -434,6 +434,28 @@ def _means(table: pd.DataFrame) -> dict:
     return out
 
 
+def verdict_side(verdict: str) -> float:
+    """The side of the bound a verdict's interval found, the value of the metric
+    ``verdict_side.<claim>.<precision>``: +1 the claimed side (reproduced, at any size:
+    ``reproduced_smaller`` too), -1 the other side (not_reproduced), 0 neither
+    (inconclusive, no_effect, out_of_reach; the tag ``verdict.<claim>.<precision>``
+    tells them apart). A number, so the runs table can sort and chart by it; the word is
+    the tag and, for the headline, the param ``verdict.<claim>``."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}")
+    return 1.0 if verdict in SUPPORTED else -1.0 if verdict == "not_reproduced" else 0.0
+
+
+def claim_metrics(claims: list[dict]) -> dict[str, float]:
+    """Per claim and precision: its measured value (``claim.<claim>.<precision>.value``)
+    and its :func:`verdict_side` (``verdict_side.<claim>.<precision>``)."""
+    out = {}
+    for c in claims:
+        out[f"claim.{c['id']}.{c['precision']}.value"] = c["measured"]["value"]
+        out[f"verdict_side.{c['id']}.{c['precision']}"] = verdict_side(c["verdict"])
+    return out
+
+
 def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd.DataFrame) -> None:
     flat = {}
     for variant, by_precision in _means(runtime_table).items():
@@ -451,37 +473,40 @@ def _track(tracker, summary, claims, out: Path, latency: dict, runtime_table: pd
             flat[f"{precision}.latency_ms"] = latency[precision]
         if "layer_error_mean" in entry:
             flat[f"{precision}.layer_error_mean"] = entry["layer_error_mean"]
-    # out of reach: 0 like inconclusive in the metric; the tag tells them apart
-    # the side a verdict finds: +1 the claimed side (at any size), -1 the other, 0 neither
-    code = {v: 1.0 if v in SUPPORTED else -1.0 if v == "not_reproduced" else 0.0 for v in VERDICTS}
+    per_claim = claim_metrics(claims)
+    flat.update(per_claim)
     tags = {}
     for c in claims:
-        key = f"claim.{c['id']}.{c['precision']}"
-        flat[f"{key}.value"] = c["measured"]["value"]
-        flat[f"{key}.verdict"] = code[c["verdict"]]
         tags[f"verdict.{c['id']}.{c['precision']}"] = c["verdict"]
         tags[f"paper.{c['id']}"] = str(c.get("paper_value", ""))[:4000]
+    # each headline verdict as a word the runs table shows (params are its columns)
+    words = verdict_params(claims, tracker.profile)
     tracker.log_metrics(tracker.run_id, flat)
     tracker.set_tags(tracker.run_id, tags)
-    # the runs table opens on each claim's headline verdict (at fp32, or at the scheme a
-    # quantization claim is about), its measured value and the paper's value, then the
-    # verdicts at every other precision, then the profile. MLflow lays every metric column
-    # out before the tag columns, so only the headline values are metric columns: more
-    # would push the verdicts out of the window (the other values stay on the run)
+    tracker.log_params(tracker.run_id, words)
+    # the runs table opens on each claim's headline verdict (the word, as a param and as
+    # the tag; at fp32, or at the scheme a quantization claim is about), its measured
+    # value and the paper's value, then the verdicts at every other precision, then the
+    # profile and what a smoke run's verdicts are worth. MLflow lays every metric column
+    # out before the param and tag columns, so only the headline values are metric
+    # columns: more would push the verdicts out of the window (the rest stay on the run)
     heads = [c for c in claims if c["headline"]]
     rest = [c for c in claims if not c["headline"]]
     columns = []
     for c in heads:
+        columns.append(("params", f"verdict.{c['id']}"))
         columns.append(("tags", f"verdict.{c['id']}.{c['precision']}"))
         columns.append(("metrics", f"claim.{c['id']}.{c['precision']}.value"))
         columns.append(("tags", f"paper.{c['id']}"))
     columns += [("tags", f"verdict.{c['id']}.{c['precision']}") for c in rest]
-    tracker.share_view([*columns, ("tags", "reprolab.profile")])
+    tracker.share_view([*columns, ("tags", "reprolab.profile"), ("tags", EVIDENCE_TAG)])
     if tracker.parent_id:  # so the chain run can be sorted and filtered by verdict too
         tracker.set_tags(tracker.parent_id, tags)
-        tracker.log_metrics(
-            tracker.parent_id, {k: v for k, v in flat.items() if k.startswith("claim.")}
-        )
+        tracker.log_metrics(tracker.parent_id, per_claim)
+        # a param cannot change: one the chain already holds (a rerun within the same
+        # chain run) is left as it is
+        held = tracker.client.get_run(tracker.parent_id).data.params
+        tracker.log_params(tracker.parent_id, {k: v for k, v in words.items() if k not in held})
     for name in ("metrics.json", "claims.json", "metrics.csv"):
         tracker.log_artifact(tracker.run_id, out / name)
     for plot in sorted((out / "plots").glob("*.png")):

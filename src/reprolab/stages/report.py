@@ -26,7 +26,14 @@ from reprolab import config, registry
 from reprolab.contract import is_runtime_metric
 from reprolab.core import claims as core_claims
 from reprolab.core import io
-from reprolab.core.tracking import UI_WORKFLOW, load_env, log, open_tracker, runs_view_url
+from reprolab.core.tracking import (
+    SMOKE,
+    load_env,
+    log,
+    open_tracker,
+    run_url,
+    runs_view_url,
+)
 from reprolab.paths import MethodPaths, reports_dir
 
 COLUMNS = [
@@ -81,6 +88,9 @@ CLAIMS_NOTE = (
     " compared as it is, 'exhaustive' a property every unit must show; detectable is the"
     " interval's half-width, the smallest effect the test could see."
 )
+#: what a smoke-profile verdict is worth, said wherever one is shown (claims.md's and
+#: claims.html's profile line, the summary's profile cells, the log's summary line)
+SMOKE_NOTE = "smoke-level verdicts check the machinery; they are not evidence"
 #: the same, short, under the HTML claims table's "ours" column header
 OURS_NOTE = "'exact' marks a deterministic value, 'exhaustive' a property every unit must show"
 
@@ -95,8 +105,7 @@ def run(root: Path) -> dict:
     stable = table[~table.timed.astype(bool)] if len(table) else table
     if not table.empty:
         table["run"] = [
-            f"{ui}/#/experiments/{e}/runs/{r}?{UI_WORKFLOW}"
-            for e, r in zip(table.experiment_id, table.run_id, strict=True)
+            f"{ui}/{run_url(e, r)}" for e, r in zip(table.experiment_id, table.run_id, strict=True)
         ]
     quant_table = collect_quantization(root, project.slugs)
     overview = summarize(root, table, project.profile, project.seeds)
@@ -114,7 +123,8 @@ def run(root: Path) -> dict:
         stable[[c for c in COLUMNS if c != "run"] + CSV_EXTRA].to_csv(tmp, index=False)
     io.write_text(out / "claims.md", markdown)
     io.write_text(
-        out / "claims.html", to_html(table, figures, out, quant_html(quant_table), overview)
+        out / "claims.html",
+        to_html(table, figures, out, quant_html(quant_table), overview, profile=project.profile),
     )
     # summary.json is versioned too: verdicts of claims on wall time are left out of it
     counts = (
@@ -152,12 +162,19 @@ def run(root: Path) -> dict:
             tracker.log_artifact(tracker.run_id, out / name)
     finally:
         tracker.finish(True)
-    log(f"report: {len(table)} claim rows -> {out / 'claims.md'}")
+    log(summary_line(len(table), out / "claims.md", project.profile))
     return {
         "markdown": markdown,
         "rows": table[COLUMNS].to_dict("records"),
         "path": str(out / "claims.md"),
     }
+
+
+def summary_line(rows: int, path: Path, profile: str) -> str:
+    """The report's closing log line; on the smoke profile it says what the verdicts are
+    worth."""
+    note = f" ({SMOKE} profile: {SMOKE_NOTE})" if profile == SMOKE else f" ({profile} profile)"
+    return f"report: {rows} claim rows -> {path}{note}"
 
 
 def forest_name(slug: str) -> str:
@@ -427,7 +444,9 @@ def write_views(root: Path, slugs: list[str], out: Path) -> None:
     overview = summarize(root, table, project.profile, project.seeds)
     markdown = to_markdown(table, figures, project.profile, out, overview, links=False)
     io.write_text(out / "claims.md", markdown + quant_markdown(quant_table))
-    html_view = to_html(table, figures, out, quant_html(quant_table), overview, links=False)
+    html_view = to_html(
+        table, figures, out, quant_html(quant_table), overview, links=False, profile=project.profile
+    )
     io.write_text(out / "claims.html", html_view)
 
 
@@ -529,6 +548,8 @@ def _render(template: str, **context) -> str:
         .render(
             evidence_rules=EVIDENCE_RULES,
             verdicts=VERDICT_MEANING,
+            smoke=SMOKE,
+            smoke_note=SMOKE_NOTE,
             claims_note=CLAIMS_NOTE,
             ours_note=OURS_NOTE,
             **context,
@@ -651,10 +672,18 @@ def to_html(
     quant: str = "",
     overview: pd.DataFrame | None = None,
     links: bool = True,
+    profile: str | None = None,
 ) -> str:
-    """claims.html (templates/claims.html.j2); ``quant`` is the HTML of :func:`quant_html`."""
+    """claims.html (templates/claims.html.j2); ``quant`` is the HTML of :func:`quant_html`.
+    ``profile`` (the profile line under the title) defaults to the profile(s) of the
+    table's rows; a smoke profile's line, summary cells and verdicts say that smoke-level
+    verdicts are no evidence."""
+    if profile is None:
+        seen = [*table.profile, *(overview.profile if overview is not None else [])]
+        profile = ", ".join(dict.fromkeys(str(p) for p in seen if p)) or "unknown"
     return _render(
         "claims.html.j2",
+        profile=profile,
         overview=_overview_rows(overview),
         claims=_claim_rows(table),
         quant=Markup(quant),  # HTML rendered (and escaped) by quant.html.j2
