@@ -141,3 +141,20 @@ def test_a_paper_run_has_no_smoke_marks(tmp_path, monkeypatch):
     run = tracker.client.get_run(tracker.run_id)
     assert run.data.tags["profile"] == "paper" and "evidence" not in run.data.tags
     assert run.data.metrics["compute_seconds"] >= 0
+
+
+def test_a_paper_runs_tags_reach_every_run(monkeypatch):
+    """make paper hands its kind and registration to the stages (REPROLAB_RUN_TAGS):
+    every run's tags carry them, so the MLflow UI filters confirmatory runs."""
+    import json
+
+    from reprolab.core import tracking
+
+    monkeypatch.setenv(
+        tracking.RUN_TAGS_ENV, json.dumps({"paper_run": "confirmatory", "registration": "r1"})
+    )
+    tags = tracking.profile_tags("paper")
+    assert tags == {"profile": "paper", "paper_run": "confirmatory", "registration": "r1"}
+    monkeypatch.setenv(tracking.RUN_TAGS_ENV, "[1]")
+    with pytest.raises(tracking.TrackingUnavailableError, match="REPROLAB_RUN_TAGS"):
+        tracking.profile_tags("paper")

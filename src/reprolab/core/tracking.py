@@ -53,12 +53,26 @@ SMOKE_EVIDENCE = "smoke: machinery check, not evidence"
 COMPUTE_METRIC = "compute_seconds"
 
 
+#: the tags a paper run hands its stages (JSON: ``paper_run`` exploratory / confirmatory
+#: / held-out block / replay, ``registration``, ``paper_commit``; ``reprolab.paper``)
+RUN_TAGS_ENV = "REPROLAB_RUN_TAGS"
+
+
 def profile_tags(profile: str) -> dict[str, str]:
     """``profile`` = smoke / paper on every run, and ``evidence`` on a smoke run: its
-    verdicts check the machinery, they are not evidence."""
+    verdicts check the machinery, they are not evidence; plus the paper run's own tags
+    (:data:`RUN_TAGS_ENV`), so its runs can be filtered by kind and registration."""
     tags = {PROFILE_TAG: profile}
     if profile == SMOKE:
         tags[EVIDENCE_TAG] = SMOKE_EVIDENCE
+    extra = os.environ.get(RUN_TAGS_ENV, "")
+    if extra:
+        try:
+            tags.update({str(k): str(v) for k, v in json.loads(extra).items()})
+        except (ValueError, AttributeError):
+            raise TrackingUnavailableError(
+                f"{RUN_TAGS_ENV} is not a JSON object: {extra!r}"
+            ) from None
     return tags
 
 
