@@ -232,3 +232,125 @@ def test_hkr_training_resumed_from_its_checkpoint_ends_as_a_straight_run(tmp_pat
     assert "hkr_mean" in a and float(a["hkr_mean"]) != pytest.approx(0.6)
     for key in a:
         torch.testing.assert_close(b[key], a[key], rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- RSCP+ (Yan et al. 2024)
+
+
+def test_rscp_plus_matches_the_formula_on_a_hand_computed_case():
+    """N = 256 draws, beta = 0.001: b_Hoef = sqrt(ln(1000) / 512) = sqrt(6.907755 / 512)
+    = 0.1161538. With q = 0.5 + b_Hoef, Phi^-1(q - b_Hoef) = 0, so at eps / sigma =
+    0.25 / 0.5 the cut is Phi(-0.5) = 0.3085375 (normal table). Scores 0.20 / 0.19 / 0.25
+    / 0.30 plus b_Hoef: 0.3162 / 0.3062 / 0.3662 / 0.4162, so labels 0, 2, 3 are in."""
+    b = cp.hoeffding_bound(256, 0.001)
+    assert b == pytest.approx(0.1161538, abs=1e-7)
+    q = 0.5 + b
+    assert cp.rscp_plus_cut(q, 0.25, 0.5, b) == pytest.approx(0.3085375, abs=1e-7)
+    mean = torch.tensor([[0.20, 0.19, 0.25, 0.30]])
+    sets = cp.rscp_plus_sets(mean, b, q, 0.25, 0.5, b)
+    assert sets.tolist() == [[True, False, True, True]]
+    # eps = 0: the cut is q - b_Hoef itself; q - b_Hoef <= 0 (or q = -inf): every label
+    assert cp.rscp_plus_cut(0.7, 0.0, 0.5, 0.2) == pytest.approx(0.5)
+    assert cp.rscp_plus_cut(0.1, 0.25, 0.5, b) == 0.0
+    assert cp.rscp_plus_sets(torch.zeros(2, 3), 0.0, -math.inf, 0.25, 0.5, b).all()
+    # empirical Bernstein, V = 0.01, N = 101, beta = 0.002 (ln(2 / beta) = ln 1000):
+    # sqrt(2 * 0.01 * 6.907755 / 101) + 7 * 6.907755 / (3 * 100) = 0.0369848 + 0.1611810
+    bern = cp.bernstein_bound(torch.tensor([0.01, 0.0]), 101, 0.002)
+    assert bern.tolist() == pytest.approx([0.1981657, 0.1611810], abs=1e-6)
+
+
+@pytest.mark.parametrize("n_mc", [16, 64, 256])
+@pytest.mark.parametrize("beta", [0.05, 0.001])
+def test_hoeffding_bound_against_exact_binomial_tails(n_mc, beta):
+    """The mean of N Bernoulli(p) draws (scores in [0, 1]) exceeds p by b_Hoef, or falls
+    short of it by b_Hoef, with probability <= beta: exact binomial tails over a grid of p."""
+    from scipy.stats import binom
+
+    b = cp.hoeffding_bound(n_mc, beta)
+    for p in np.linspace(0.01, 0.99, 99):
+        upper = binom.sf(math.ceil(n_mc * (p + b)) - 1, n_mc, p)  # P(mean >= p + b)
+        lower = binom.cdf(math.floor(n_mc * (p - b)), n_mc, p)  # P(mean <= p - b)
+        assert upper <= beta and lower <= beta
+
+
+def test_bernstein_bound_covers_the_smoothed_score_in_simulation():
+    """Low-probability classes (the ones RSCP+ adds to a set) have small variance, where
+    the empirical Bernstein bound is tighter than Hoeffding's; it still holds: over 20,000
+    simulated estimates from N = 64 Bernoulli(p) draws, p - mean > b in <= beta of them."""
+    rng = np.random.default_rng(3)
+    n_mc, beta, trials = 64, 0.05, 20_000
+    for p in (0.02, 0.1, 0.3):
+        draws = torch.from_numpy(rng.random((trials, n_mc)) < p).double()
+        mean, var = draws.mean(1), draws.var(1, correction=1)
+        miss = float((p - mean > cp.bernstein_bound(var, n_mc, beta)).double().mean())
+        assert miss <= beta + 3 * math.sqrt(beta * (1 - beta) / trials)
+    low = cp.bernstein_bound(torch.tensor([0.0]), 256, 0.001)
+    assert float(low) < cp.hoeffding_bound(256, 0.001)
+
+
+def _rscp_predictors(bound: str, n_mc: int = 256):
+    from reprolab.contract import Unit
+    from reprolab.methods.lip_rcp.config import LipRCPConfig
+    from reprolab.methods.lip_rcp.method import Predictor
+    from reprolab.methods.lip_rcp.net import relu_mlp
+
+    torch.manual_seed(0)
+    net = relu_mlp(12, 16, 1, 4).eval()
+    with torch.no_grad():  # larger weights: confident softmax outputs, not near-uniform
+        for layer in net:
+            if isinstance(layer, torch.nn.Linear):
+                layer.weight *= 4
+    gen = torch.Generator().manual_seed(7)
+    x = torch.rand(300, 12, generator=gen)
+    with torch.no_grad():
+        y = net(x).argmax(1)
+    flip = torch.rand(300, generator=gen) < 0.05  # a few labels disagree with the net
+    y = torch.where(flip, torch.randint(0, 4, (300,), generator=gen), y)
+    cfg = LipRCPConfig(n_mc=n_mc, n_mc_plus=n_mc, sigma=0.5, beta=0.01, mc_bound=bound)
+    plain = Predictor(net, Unit("t", "rscp", 3), cfg, x[:200], y[:200], 0.0)
+    plus = Predictor(net, Unit("t", "rscp_plus", 3), cfg, x[:200], y[:200], 0.0)
+    return cfg, net, x[200:], x[:200], y[:200], plain, plus
+
+
+@pytest.mark.parametrize("bound", ["bernstein", "hoeffding"])
+def test_rscp_plus_sets_are_never_smaller_than_rscp_sets(bound):
+    """Same seed and draw count: the two see the same Monte-Carlo estimates, RSCP+
+    calibrates at alpha - 2 beta (a lower threshold) and adds b to the score, so its set
+    holds every label of RSCP's at every point, and is larger on average."""
+    cfg, _, x_test, *_, plain, plus = _rscp_predictors(bound)
+    assert plus.q <= plain.q
+    for eps in (0.0, 0.25):
+        a, b = plain.sets(x_test, eps), plus.sets(x_test, eps)
+        assert (b | ~a).all()  # a subset of b, label by label
+        assert float(b.sum(1).float().mean()) > float(a.sum(1).float().mean())
+        assert not b.all() or eps > 0  # at eps = 0 not every label: the test can tell
+
+
+def test_rscp_plus_predictor_is_the_formula():
+    """The Predictor's RSCP+ sets, recomputed from its Monte-Carlo draws (the same
+    generator) with the cp functions written from Yan et al.'s formula."""
+    cfg, net, x_test, x_cal, y_cal, _, plus = _rscp_predictors("bernstein")
+    sets = plus.sets(x_test, 0.25)
+    gen = torch.Generator().manual_seed(10_007 * 3 + 1)
+    n = cfg.n_mc_plus
+    s_cal = cp.true_label(cp.smoothed_scores(net, x_cal, cfg.sigma, n, gen), y_cal)
+    q = cp.threshold(s_cal.numpy(), cfg.alpha - 2 * cfg.beta)
+    assert plus.q == q
+    # the generator goes on from the calibration draws to the test draws, as in Predictor
+    mean, var = cp.smoothed_scores(net, x_test, cfg.sigma, n, gen, with_var=True)
+    b_cal = math.sqrt(math.log(1 / cfg.beta) / (2 * n))
+    t = math.log(2 / cfg.beta)
+    b = (2 * var * t / n).sqrt() + 7 * t / (3 * (n - 1))
+    from scipy.stats import norm
+
+    cut = norm.cdf(norm.ppf(q - b_cal) - 0.25 / cfg.sigma) if q > b_cal else 0.0
+    assert (sets == (mean + b >= cut)).all()
+
+
+def test_rscp_plus_needs_alpha_above_two_beta():
+    from pydantic import ValidationError
+
+    from reprolab.methods.lip_rcp.config import LipRCPConfig
+
+    with pytest.raises(ValidationError, match="alpha - 2 beta"):
+        LipRCPConfig(alpha=0.1, beta=0.05)

@@ -30,7 +30,15 @@ SPEC = MethodSpec(
             "split CP with LAC scores on lip_rcp's trained 1-Lipschitz MLP",
             reuses="lip_rcp",
         ),
-        Variant("rscp", "randomized-smoothing robust CP (Gendler et al. 2022), Monte Carlo"),
+        Variant(
+            "rscp",
+            "randomized-smoothing robust CP (Gendler et al. 2022), Monte Carlo, uncorrected",
+        ),
+        Variant(
+            "rscp_plus",
+            "RSCP+ (Yan et al. 2024): RSCP with the Monte-Carlo error bounded, on rscp's net",
+            reuses="rscp",
+        ),
     ),
     claims=CLAIMS,
     metrics=(
@@ -52,6 +60,7 @@ SPEC = MethodSpec(
         "eps_grid": [0.5],
         "pgd_steps": 2,
         "n_mc": 4,
+        "n_mc_plus": 8,
         "eot": 1,
         "lip_pairs": 16,
     },

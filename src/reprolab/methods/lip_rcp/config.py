@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from reprolab.contract import (
     ImageDataConfig,
@@ -50,12 +50,30 @@ class LipRCPConfig(MethodConfig, ImageDataConfig, OptimConfig):
     sigma: float = Field(default=0.5, gt=0)
     n_mc: int = Field(default=16, ge=2)
     eot: int = Field(default=2, ge=1)
+    #: RSCP+ (Yan et al. 2024): Monte-Carlo samples per point (their default n_s is
+    #: 256), the probability beta that each of its two Monte-Carlo bounds fails (their
+    #: default 0.001; the sets are calibrated at alpha - 2 beta), and the bound on the
+    #: test point's estimate: "bernstein", the empirical Bernstein bound of their code's
+    #: RSCP+ rows, or "hoeffding", their Theorem's b_Hoef (the calibration side is
+    #: always Hoeffding: the clean test point's estimate is never observed)
+    n_mc_plus: int = Field(default=64, ge=2)
+    beta: float = Field(default=0.001, gt=0, lt=0.5)
+    mc_bound: Literal["bernstein", "hoeffding"] = "bernstein"
     #: random input pairs for the empirical Lipschitz constant
     lip_pairs: int = Field(default=256, ge=2)
 
     @property
     def all_eps(self) -> list[float]:
         return sorted({float(self.eps), *map(float, self.eps_grid)})
+
+    @model_validator(mode="after")
+    def _beta_below_alpha(self) -> LipRCPConfig:
+        if not 2 * self.beta < self.alpha:
+            raise ValueError(
+                f"beta: RSCP+ calibrates at alpha - 2 beta, which must be positive "
+                f"(alpha {self.alpha:g}, beta {self.beta:g})"
+            )
+        return self
 
 
 PROFILE_DEFAULTS = {
@@ -68,6 +86,7 @@ PROFILE_DEFAULTS = {
         "eps_grid": [0.05, 0.1, 0.5],
         "pgd_steps": 10,
         "n_mc": 64,
+        "n_mc_plus": 256,
         "eot": 4,
     },
 }

@@ -19,7 +19,26 @@ versions, and a PGD-L2 attack on the true label. Two LAC scores, as in the offic
   true label at any attacked x' with prob. >= 1 - alpha.
 - RSCP (Gendler et al. 2022): smoothed score s~(x, y) = E s(x + d, y), d ~ N(0, sigma^2 I),
   estimated by Monte Carlo; Phi^-1(s~) is (1 / sigma)-Lipschitz, so the robust set is
-  {y : s~(x', y) >= Phi(Phi^-1(q~) - eps / sigma)} with q~ calibrated on s~.
+  {y : s~(x', y) >= Phi(Phi^-1(q~) - eps / sigma)} with q~ calibrated on s~. In
+  practice s~ is a Monte-Carlo estimate s^, whose error RSCP leaves uncorrected.
+- RSCP+ (Yan, Romano, Weng, "Provably robust conformal prediction with improved
+  efficiency", ICLR 2024, arXiv 2404.19651, Sec. 3 / Theorem 2; their released code,
+  ``code/utils.py``'s ``prediction``): the score is the Monte-Carlo estimate s^ itself,
+  calibrated at alpha - 2 beta (q^ = threshold(s^_cal, alpha - 2 beta)), and each of the
+  two places where s^ stands for s~ is bounded with probability >= 1 - beta. In their
+  non-conformity convention (S = 1 - s, set {k : S <= tau}) the set is
+  {k : Phi^-1(S^(x', k) - b) - eps / sigma <= Phi^-1(tau_MC + b_Hoef)}; in ours, higher
+  is more conforming:
+      y in C+(x')  iff  s^(x', y) + b(x', y) >= Phi(Phi^-1(q^ - b_Hoef) - eps / sigma),
+  with b_Hoef(beta) = sqrt(ln(1 / beta) / (2 N)) (Hoeffding, scores in [0, 1], N draws)
+  on the calibration side, and on the test side b = b_Hoef or the empirical Bernstein
+  bound (Maurer & Pontil 2009) sqrt(2 V ln(2 / beta) / N) + 7 ln(2 / beta) / (3 (N - 1)),
+  V the sample variance of the N draws (their code's ``calculate_Bern_bound``). Why it
+  covers: P(s^(x, y) >= q^) >= 1 - alpha + 2 beta at the clean x (split CP on s^);
+  w.p. >= 1 - beta, s~(x, y) >= s^(x, y) - b_Hoef >= q^ - b_Hoef; Phi^-1(s~) is
+  1 / sigma-Lipschitz, so s~(x', y) >= Phi(Phi^-1(q^ - b_Hoef) - eps / sigma); w.p.
+  >= 1 - beta, s^(x', y) + b >= s~(x', y); a union bound leaves 1 - alpha. Where
+  q^ - b_Hoef <= 0 the cut is 0 and every label is in the set.
 """
 
 from __future__ import annotations
@@ -73,17 +92,27 @@ def true_label(values: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def smoothed_scores(
-    net, x: torch.Tensor, sigma: float, n_mc: int, gen: torch.Generator, batch: int = 8192
-) -> torch.Tensor:
-    """Monte-Carlo mean of softmax(f(x + d)) over ``n_mc`` Gaussian draws per row."""
-    out = []
+    net,
+    x: torch.Tensor,
+    sigma: float,
+    n_mc: int,
+    gen: torch.Generator,
+    batch: int = 8192,
+    with_var: bool = False,
+):
+    """Monte-Carlo mean of softmax(f(x + d)) over ``n_mc`` Gaussian draws per row; with
+    ``with_var``, also the unbiased sample variance of the draws, (mean, var)."""
+    out, var = [], []
     rows = max(1, batch // n_mc)
     with torch.inference_mode():
         for chunk in x.split(rows):
             noise = torch.randn((n_mc, *chunk.shape), generator=gen) * sigma
             p = F.softmax(net((chunk.unsqueeze(0) + noise).reshape(-1, chunk.shape[-1])), -1)
-            out.append(p.reshape(n_mc, len(chunk), -1).mean(0))
-    return torch.cat(out)
+            p = p.reshape(n_mc, len(chunk), -1)
+            out.append(p.mean(0))
+            if with_var:
+                var.append(p.double().var(0, correction=1).float())
+    return (torch.cat(out), torch.cat(var)) if with_var else torch.cat(out)
 
 
 def rscp_cut(q: float, eps: float, sigma: float) -> float:
@@ -92,6 +121,42 @@ def rscp_cut(q: float, eps: float, sigma: float) -> float:
 
     q = min(max(q, 1e-12), 1 - 1e-12)
     return float(norm.cdf(norm.ppf(q) - eps / sigma))
+
+
+def hoeffding_bound(n_mc: int, beta: float) -> float:
+    """b_Hoef(beta) = sqrt(ln(1 / beta) / (2 N)): a mean of N iid draws in [0, 1] falls
+    short of (or exceeds) its expectation by more than this with probability <= beta
+    (Hoeffding; Yan et al. 2024's b_Hoef, ``np.sqrt(-np.log(beta) / 2 / n_s)``)."""
+    return math.sqrt(math.log(1.0 / beta) / (2.0 * n_mc))
+
+
+def bernstein_bound(var: torch.Tensor, n_mc: int, beta: float) -> torch.Tensor:
+    """Empirical Bernstein bound (Maurer & Pontil 2009, Thm 4) for a mean of N iid draws
+    in [0, 1] with unbiased sample variance ``var``: w.p. >= 1 - beta the expectation
+    exceeds the mean by at most sqrt(2 V ln(2 / beta) / N) + 7 ln(2 / beta) / (3 (N - 1))
+    (Yan et al. 2024's code, ``calculate_Bern_bound``)."""
+    t = math.log(2.0 / beta)
+    return (2.0 * var.clamp_min(0) * t / n_mc).sqrt() + 7.0 * t / (3.0 * (n_mc - 1))
+
+
+def rscp_plus_cut(q: float, eps: float, sigma: float, b_cal: float) -> float:
+    """The cut of RSCP+'s corrected score s^ + b: Phi(Phi^-1(q - b_cal) - eps / sigma), 0
+    where q - b_cal <= 0 (every label is in the set)."""
+    from scipy.stats import norm
+
+    low = q - b_cal
+    if not low > 0:
+        return 0.0
+    return float(norm.cdf(norm.ppf(min(low, 1 - 1e-12)) - eps / sigma))
+
+
+def rscp_plus_sets(
+    mean: torch.Tensor, bound, q: float, eps: float, sigma: float, b_cal: float
+) -> torch.Tensor:
+    """RSCP+ sets {y : s^(x', y) + b(x', y) >= rscp_plus_cut(q, eps, sigma, b_cal)} from
+    the Monte-Carlo means ``mean`` and the test-side bound ``bound`` (a number, or a
+    tensor like ``mean``), with ``q`` calibrated at alpha - 2 beta."""
+    return mean + bound >= rscp_plus_cut(q, eps, sigma, b_cal)
 
 
 def pgd_l2(

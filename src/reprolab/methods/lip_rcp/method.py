@@ -2,7 +2,8 @@
 
 Trained variants: ``lip_rcp`` (the 1-Lipschitz MLP) and ``rscp`` (a ReLU MLP trained on
 noisy inputs). ``vanilla_cp`` is evaluation-only (``reuses="lip_rcp"``): split CP on the
-very network lip_rcp certifies, trained once per (task, seed).
+very network lip_rcp certifies, trained once per (task, seed). ``rscp_plus`` is
+evaluation-only too (``reuses="rscp"``): RSCP+ (Monte-Carlo-corrected) on RSCP's net.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     import torch
 
 LIPSCHITZ_VARIANTS = ("lip_rcp", "vanilla_cp")
+#: randomized-smoothing variants: the smoothed score of the noise-trained ReLU net
+SMOOTHED_VARIANTS = ("rscp", "rscp_plus")
 
 # ---------------------------------------------------------------- prepare
 
@@ -123,16 +126,19 @@ class Predictor:
         self.temp = cfg.temp if unit.variant in LIPSCHITZ_VARIANTS else 1.0
         self.lip = lip if unit.variant == "lip_rcp" else 0.0
         self.score = cfg.score
+        self.n_mc = cfg.n_mc_plus if unit.variant == "rscp_plus" else cfg.n_mc
         scores = cp.true_label(self.scores(x_cal), y_cal)
-        self.q = cp.threshold(scores.numpy(), cfg.alpha)
+        # RSCP+ calibrates at alpha - 2 beta: beta for each Monte-Carlo bound it uses
+        alpha = cfg.alpha - 2 * cfg.beta if unit.variant == "rscp_plus" else cfg.alpha
+        self.q = cp.threshold(scores.numpy(), alpha)
 
     def scores(self, x):
         import torch
 
         from reprolab.methods.lip_rcp import cp
 
-        if self.variant == "rscp":
-            return cp.smoothed_scores(self.model, x, self.cfg.sigma, self.cfg.n_mc, self.gen)
+        if self.variant in SMOOTHED_VARIANTS:
+            return cp.smoothed_scores(self.model, x, self.cfg.sigma, self.n_mc, self.gen)
         with torch.inference_mode():
             return cp.lac_scores(self.model(x), self.temp, self.score)
 
@@ -148,12 +154,24 @@ class Predictor:
                 return cp.worst_case_scores(self.model(x), self.temp, radius, self.score) >= self.q
         if self.variant == "rscp":
             return self.scores(x) >= cp.rscp_cut(self.q, eps, self.cfg.sigma)
+        if self.variant == "rscp_plus":
+            cfg = self.cfg
+            mean, var = cp.smoothed_scores(
+                self.model, x, cfg.sigma, self.n_mc, self.gen, with_var=True
+            )
+            b_cal = cp.hoeffding_bound(self.n_mc, cfg.beta)
+            bound = (
+                cp.bernstein_bound(var, self.n_mc, cfg.beta)
+                if cfg.mc_bound == "bernstein"
+                else b_cal
+            )
+            return cp.rscp_plus_sets(mean, bound, self.q, eps, cfg.sigma, b_cal)
         return self.scores(x) >= self.q
 
 
 def attack(model, unit: Unit, cfg: LipRCPConfig, x, y, eps: float, gen):
-    """PGD-L2 pushing the true label out of the set: for RSCP maximise -log of the
-    Monte-Carlo smoothed score (``eot`` noise draws per step); for the softmax score the
+    """PGD-L2 pushing the true label out of the set: for RSCP and RSCP+ maximise -log of
+    the Monte-Carlo smoothed score (``eot`` noise draws per step); for the softmax score the
     cross-entropy of f(x') / T; for the sigmoid score -f_y(x'), the score's own order."""
     import torch
     import torch.nn.functional as F
@@ -162,7 +180,7 @@ def attack(model, unit: Unit, cfg: LipRCPConfig, x, y, eps: float, gen):
     from reprolab.methods.lip_rcp.net import differentiable
 
     net = differentiable(model)
-    if unit.variant == "rscp":
+    if unit.variant in SMOOTHED_VARIANTS:
 
         def loss(adv, yb):
             noise = torch.randn((cfg.eot, *adv.shape), generator=gen) * cfg.sigma
