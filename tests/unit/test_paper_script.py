@@ -187,7 +187,10 @@ def test_the_committed_scoreboard_matches_the_committed_results():
     rows = scoreboard.rows(ROOT)
     assert len(rows) == 19 and len({r["method"] for r in rows}) == 19
     for r in rows:  # each row's run verdict is the central claim's headline verdict on file
-        claims = json.loads((ROOT / "docs" / "results" / r["method"] / "claims.json").read_text())
+        # (the latest confirmatory run's where there is one, else the exploratory run's)
+        folder = ROOT / "docs" / "results" / r["report"].rsplit("/", 1)[0]
+        assert r["confirmatory"] == folder.name.startswith("confirm-")
+        claims = json.loads((folder / "claims.json").read_text())
         head = [
             c
             for c in claims
