@@ -254,9 +254,10 @@ def test_zero_probabilities_become_infinite_loss():
     assert math.isfinite(acc.eps_pld(pld, 2, 0.8))
 
 
-def test_a_unit_keeps_the_start_whose_own_objective_ends_lower(tmp_path):
-    """With starts [gaussian, laplace] the unit is the run (from either start, redone
-    here by hand) whose moments bound ends lower; its state says which."""
+def test_each_optimised_variant_is_algorithm_3_from_its_own_start(tmp_path):
+    """``optimized`` is the run from the paper's discretised Gaussian (Algorithm 2),
+    ``optimized_from_laplace`` the run from the equal-variance Laplace (redone here by
+    hand): no selection between them."""
     from reprolab.contract import Run, Unit
     from reprolab.methods.dp_noise import SPEC, method
     from reprolab.methods.dp_noise.config import DPNoiseConfig
@@ -266,22 +267,43 @@ def test_a_unit_keeps_the_start_whose_own_objective_ends_lower(tmp_path):
         n_bins=150,
         bins_per_sensitivity=5,
         iterations=30,
-        starts=["gaussian", "laplace"],
+        from_laplace_compositions=[3],
     )
     data = {"sigma": np.array([SIGMA]), "k": np.array([3]), "delta": np.array([1e-6])}
-    unit = Unit("sigma5_k3", "optimized", 2)
-    trained = method.train_unit(
-        Run(SPEC, cfg, (2,), tmp_path), unit, data, tmp_path, lambda m: None
-    )
+    run = Run(SPEC, cfg, (2,), tmp_path)
     fam = noise.Family(N=150, r=cfg.tail_ratio, m=5)
     ends = {}
-    for start in ("gaussian", "laplace"):
+    for variant, start in (("optimized", "gaussian"), ("optimized_from_laplace", "laplace")):
+        unit = Unit("sigma5_k3", variant, 2)
+        trained = method.train_unit(run, unit, data, tmp_path, lambda m: None)
         p0 = noise.initial_pmf(SIGMA, fam, cfg.init_jitter, seed=2, start=start)
         r = noise.optimize(p0, fam, SIGMA, 3, 1e-6, iterations=30, alpha_every=cfg.alpha_every)
-        ends[start] = (r.history[-1]["eps_moments"], r.p)
-    best = min(ends, key=lambda s: ends[s][0])
-    assert ends["gaussian"][0] != ends["laplace"][0]
-    assert trained.state["start_laplace"] == float(best == "laplace")
-    assert torch.equal(trained.state["p"], ends[best][1].to(torch.float64))
-    with pytest.raises(ValueError, match="starts must be distinct"):
-        DPNoiseConfig(starts=["laplace", "laplace"])
+        assert torch.equal(trained.state["p"], r.p.to(torch.float64)), variant
+        ends[variant] = r.p
+        model = method.restore(run, unit, data, trained.state)
+        assert model.kind == "optimized" and np.array_equal(model.p, r.p.numpy())
+    assert not torch.equal(ends["optimized"], ends["optimized_from_laplace"])
+
+
+def test_the_laplace_started_variant_runs_only_at_its_compositions(tmp_path):
+    from reprolab.contract import Run
+    from reprolab.methods.dp_noise import SPEC, method
+    from reprolab.methods.dp_noise.config import DPNoiseConfig
+
+    def laplace_units(**kw):
+        cfg = DPNoiseConfig(compositions=[3, 10, 100], **kw)
+        units = method.units(Run(SPEC, cfg, (0, 1), tmp_path), sorted(cfg.tasks()))
+        assert sum(u.variant == "optimized" for u in units) == 6  # every task, every seed
+        return sorted(
+            (u.param["k"], u.seed) for u in units if u.variant == "optimized_from_laplace"
+        )
+
+    assert laplace_units() == [(10, 0), (10, 1)]  # default: the k of its claim
+    assert laplace_units(from_laplace_compositions=[3, 10, 40]) == [
+        (3, 0),
+        (3, 1),
+        (10, 0),
+        (10, 1),
+    ]
+    assert len(laplace_units(from_laplace_compositions=None)) == 6
+    assert laplace_units(from_laplace_compositions=[]) == []

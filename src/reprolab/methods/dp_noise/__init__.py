@@ -22,8 +22,14 @@ SPEC = MethodSpec(
     variants=(
         Variant(
             "optimized",
-            "piecewise-constant noise minimising Renyi DP at fixed variance (Alg. 1-3)",
+            "piecewise-constant noise minimising Renyi DP at fixed variance (Alg. 1-3), "
+            "started from the discretised Gaussian (Alg. 2)",
             True,
+        ),
+        Variant(
+            "optimized_from_laplace",
+            "the same optimisation (Alg. 3) started from the equal-variance Laplace instead of "
+            "the discretised Gaussian (this reproduction's variant, at from_laplace_compositions)",
         ),
         Variant("gaussian", "Gaussian noise of the same variance sigma^2"),
         Variant("laplace", "Laplace noise of the same variance (scale sigma / sqrt 2)"),

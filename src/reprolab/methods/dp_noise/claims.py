@@ -12,11 +12,17 @@ per seed, since seeds jitter the optimiser's starting point; its intervals over 
 are narrow by design: they measure convergence, not sampling noise. Paired differences
 set each seeded value against the baseline's one exact value (core ``paired``).
 
-Rules, fixed before any run (intervals read at the look of the sequential plan, alpha 0.05
-two-sided overall):
-- ``vs_gaussian_k10`` / ``vs_laplace_k10``: core ``Where(PairedDifference, sigma=5,
-  k=10)``: per seed eps(method) - eps(baseline) at that setting; reproduced when its
-  t-interval lies below 0, not reproduced when above 0, else inconclusive.
+Rules (intervals read at the look of the sequential plan, alpha 0.05 two-sided overall):
+- ``vs_better_k10`` (central; amendment of the faithful-claims issue, before its run):
+  ``Where(IntervalCheck(BelowBetterBaseline), sigma=5, k=10)``: per seed eps(method) -
+  min(eps(Gaussian), eps(Laplace)) at that setting, the better baseline of the task;
+  reproduced when its t-interval lies below 0 (with its size against the paper's 0.17),
+  not reproduced when above 0, else inconclusive. ``from_laplace_k10``: the same check
+  on the Laplace-started variant ``optimized_from_laplace``.
+- ``vs_gaussian_k10`` / ``vs_laplace_k10`` (fixed before any run, as the rules below):
+  core ``Where(PairedDifference, sigma=5, k=10)``: per seed eps(method) - eps(baseline)
+  at that setting; reproduced when its t-interval lies below 0, not reproduced when
+  above 0, else inconclusive.
 - ``BeatsBetterBaseline``: per task with k in [k_min, k_max] the relative gain over the
   better baseline, 1 - eps(method) / min(eps(baselines)); a task is 'better' when its
   interval over seeds lies above 0, 'worse' when below; reproduced when every such task
@@ -49,8 +55,13 @@ def gains(table, metric: str, method: str, baselines: tuple[str, ...]):
     """Per (task, seed): relative gain 1 - eps(method) / min over baselines, with the
     task's sigma and k (its unit parameters). A seed-free method has seed -1."""
     wide = paired(table, metric)
-    best = wide[list(baselines)].min(axis=1)
-    return (1.0 - wide[method] / best).dropna().rename("gain").reset_index()
+    return (1.0 - wide[method] / better_of(wide, baselines)).dropna().rename("gain").reset_index()
+
+
+def better_of(wide, baselines: tuple[str, ...]):
+    """Per row of a :func:`paired` table, the smaller epsilon of ``baselines`` (the
+    better one); NaN where one of them is missing (no 'better' of an incomplete pair)."""
+    return wide[list(baselines)].min(axis=1, skipna=False)
 
 
 def _seed_free(table, method: str) -> bool:
@@ -99,6 +110,57 @@ class BeatsBetterBaseline:
             seed_free=seed_free,
             sd=pooled.sd,
             per_task=per_task,
+        )
+
+
+@dataclass(frozen=True)
+class BelowBetterBaseline:
+    """Per (task, seed): eps(method) - min over ``baselines`` of eps(baseline), the
+    method against the better baseline of its task, in epsilon (an :class:`IntervalCheck`
+    statistic, claimed below 0; wrapped in ``Where`` for one setting).
+
+    Method-specific: core PairedDifference pairs with one named baseline; here the
+    opponent is the better of the baselines per (task, seed) on the tested metric itself
+    (the baselines are exact, seed-free values: there is no validation metric to pick
+    one with), as in :class:`BeatsBetterBaseline`, but as a difference on the paper's
+    own scale (2.66 vs 2.83: 0.17 in epsilon), so the verdict reads its size too."""
+
+    method: str
+    baselines: tuple[str, ...]
+
+    @property
+    def untested(self) -> str:
+        return f"not tested: no {self.method} paired with every one of {self.baselines}"
+
+    def variants(self) -> tuple[str, ...]:
+        return (self.method, *self.baselines)
+
+    def __call__(self, table, metric: str) -> Sample | None:
+        wide = paired(table, metric)
+        if any(v not in wide.columns for v in self.variants()):
+            return None
+        best = better_of(wide, self.baselines)
+        diff = (wide[self.method] - best).dropna()
+        if diff.empty:
+            return None
+        which = wide.loc[diff.index, list(self.baselines)].idxmin(axis=1)
+        named = ", ".join(f"{b} {100 * float((which == b).mean()):.0f}%" for b in self.baselines)
+        mean_method = float(wide.loc[diff.index, self.method].mean())
+        mean_best = float(best.loc[diff.index].mean())
+        return Sample(
+            values=tuple(diff.tolist()),
+            seeds=tuple(diff.index.get_level_values("seed").tolist()),
+            seed_free=_seed_free(table, self.method),
+            summary=(
+                f"{self.method} - better of {' / '.join(self.baselines)} = "
+                f"{float(diff.mean()):.4g} (eps {mean_method:.4g} vs {mean_best:.4g}; "
+                f"better baseline: {named})"
+            ),
+            extra={
+                "eps_method": mean_method,
+                "eps_better_baseline": mean_best,
+                "better_baseline": str(which.mode().iloc[0]),
+            },
         )
 
 
@@ -157,7 +219,62 @@ _FIG1 = (
     "Connect-the-Dots accountant; Delta = 0.05, N = 2000, r = 0.9999 (pre-camera-ready Fig. 1)"
 )
 
+#: Algorithm 3 from the paper's start (the discretised Gaussian, Algorithm 2)
+METHOD = "optimized"
+#: Algorithm 3 from the equal-variance Laplace (this reproduction's variant)
+FROM_LAPLACE = "optimized_from_laplace"
+
 CLAIMS = (
+    Claim(
+        id="vs_better_k10",
+        statement=(
+            "At sigma/s = 5, 10 compositions and delta = 1e-6 the optimized noise (Algorithm "
+            "3 from the discretised Gaussian) has a lower epsilon than the better of the "
+            "Gaussian and the Laplace of equal variance"
+        ),
+        paper_value="eps 2.66 vs 2.83 (Laplace) and 2.92 (Gaussian)",
+        paper_setting=_FIG1,
+        metric="eps_ref",
+        check=Where(
+            IntervalCheck(
+                BelowBetterBaseline(METHOD, BASELINES), bound=0.0, higher_is_better=False
+            ),
+            sigma=5.0,
+            k=10,
+        ),
+        effect=0.17,
+        effect_basis="paper: 2.83 - 2.66 = 0.17, eps of the better baseline (Laplace) minus "
+        "the optimized noise's (card, pre-camera-ready Fig. 1)",
+        source="card",
+        central=True,
+    ),
+    Claim(
+        id="from_laplace_k10",
+        statement=(
+            "Started from the equal-variance Laplace instead of the discretised Gaussian "
+            "(this reproduction's variant), Algorithm 3's noise at sigma/s = 5, 10 "
+            "compositions and delta = 1e-6 has a lower epsilon than the better of the "
+            "Gaussian and the Laplace"
+        ),
+        paper_value=(
+            "not in the card for this start (the paper starts Algorithm 3 from a "
+            "discretised Gaussian); its optimized noise: eps 2.66 vs 2.83 (Laplace) and "
+            "2.92 (Gaussian)"
+        ),
+        paper_setting=_FIG1,
+        metric="eps_ref",
+        check=Where(
+            IntervalCheck(
+                BelowBetterBaseline(FROM_LAPLACE, BASELINES), bound=0.0, higher_is_better=False
+            ),
+            sigma=5.0,
+            k=10,
+        ),
+        effect=0.17,
+        effect_basis="paper: 2.83 - 2.66 = 0.17 (card, pre-camera-ready Fig. 1), the paper's "
+        "optimum of the same problem, reached from the Gaussian start",
+        source="card",
+    ),
     Claim(
         id="vs_gaussian_k10",
         statement=(
@@ -173,7 +290,6 @@ CLAIMS = (
         effect=0.26,
         effect_basis="paper: 2.92 - 2.66 (card, pre-camera-ready Fig. 1)",
         source="Fig. 1",
-        central=True,
     ),
     Claim(
         id="vs_laplace_k10",

@@ -7,8 +7,6 @@ of s before the geometric tails start.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, model_validator
 
 from reprolab.contract import MethodConfig, distinct_values, prepare_field
@@ -33,8 +31,9 @@ class DPNoiseConfig(MethodConfig):
     bins_per_sensitivity: int = prepare_field(5, ge=1, le=64)
     #: N, free bins before the geometric tail; paper: 2000
     n_bins: int = prepare_field(150, ge=4)
-    #: r, ratio of the geometric tails; paper: 0.9999 with a 20-sigma grid. On a grid of
-    #: ~6 sigma that flat a tail holds a visible share of the variance: 0.99 here
+    #: r, ratio of the geometric tails; paper: 0.9999 with a 20-sigma grid (so is the
+    #: paper profile's). On the smoke grid of ~6 sigma that flat a tail holds a visible
+    #: share of the variance: 0.99 there
     tail_ratio: float = Field(default=0.99, gt=0, lt=1)
     #: K, iterations of preconditioned gradient descent (Alg. 3)
     iterations: int = Field(default=800, ge=1)
@@ -42,10 +41,11 @@ class DPNoiseConfig(MethodConfig):
     alpha_every: int = Field(default=5, ge=1)
     #: alpha is kept in (1, alpha_max]: at k = 1 the bound's optimum runs off to infinity
     alpha_max: float = Field(default=256.0, gt=1)
-    #: the shapes Algorithm 3 starts from (the paper: the Gaussian, Algorithm 2); with
-    #: several, each unit runs from each and keeps the run whose own objective (the
-    #: moments bound) ends lower
-    starts: list[Literal["gaussian", "laplace"]] = Field(default=["gaussian"], min_length=1)
+    #: the compositions k at which the variant ``optimized_from_laplace`` runs (Algorithm
+    #: 3 started from the equal-variance Laplace instead of the paper's discretised
+    #: Gaussian, which the variant ``optimized`` starts from); a k not among
+    #: ``compositions`` is ignored; None: every k
+    from_laplace_compositions: list[int] | None = Field(default=[10])
     #: the seed's only role: p0 is multiplied by exp(jitter * z), z ~ N(0, 1), before
     #: Algorithm 2 restores its variance (0 = every seed starts from the same point, and
     #: the optimized noise is a seed-free unit like the baselines)
@@ -58,8 +58,6 @@ class DPNoiseConfig(MethodConfig):
     _positive_sigmas = distinct_values(
         "sigma_ratios", message="sigma_ratios must be distinct and positive", ok=lambda s: s > 0
     )
-
-    _distinct_starts = distinct_values("starts", message="starts must be distinct")
 
     _positive_ks = distinct_values(
         "compositions",
@@ -79,6 +77,10 @@ class DPNoiseConfig(MethodConfig):
                 )
         return self
 
+    def from_laplace(self, k: int) -> bool:
+        """Whether the variant ``optimized_from_laplace`` runs at ``k`` compositions."""
+        return self.from_laplace_compositions is None or k in self.from_laplace_compositions
+
     def tasks(self) -> dict[str, dict[str, float | int]]:
         """Task name -> its setting (the unit parameters sigma and k)."""
         return {
@@ -90,11 +92,19 @@ class DPNoiseConfig(MethodConfig):
 
 PROFILE_DEFAULTS = {
     "smoke": {},
+    # The paper's grid (Delta = 0.05, N = 2000, r = 0.9999: 20 sigma wide, an almost
+    # flat tail) costs ~10x this machine's per iteration of the old Delta = 0.1, N = 300
+    # (24 vs 2.5 ms of CPU): ~25 min for one 5-seed round of the Gaussian start alone.
+    # Kept: its width (N Delta = 100 = 20 sigma) and tail (r = 0.9999) at twice its bin
+    # width (Delta = 0.1, N = 1000): ~1.9x the old grid's cost, ~9.5 min a round with
+    # the Laplace start at k = 3 and 10 (README, "What this small-scale version changes")
     "paper": {
         "compositions": [3, 10, 20, 40, 100, 200],
         "bins_per_sensitivity": 10,
-        "n_bins": 300,
+        "n_bins": 1000,
+        "tail_ratio": 0.9999,
         "iterations": 2000,
         "history_every": 50,
+        "from_laplace_compositions": [3, 10],
     },
 }

@@ -2,10 +2,13 @@
 
 A task is one (sigma/s, k) setting; there is no dataset. Training a unit is: for the
 ``optimized`` variant, Algorithms 2-3 of the paper (noise.py) designing the noise for
-that k; for ``gaussian`` and ``laplace`` (equal variance sigma^2, Laplace scale
-sigma/sqrt(2)), recording their parameter. Evaluation computes epsilon at delta for k
-compositions with this method's accountant and with dp-accounting's, plus the
-moments-accountant bound, and re-measures the optimized pmf stored in low precision.
+that k from the discretised Gaussian; for ``optimized_from_laplace``, Algorithm 3 from
+the equal-variance Laplace instead (this reproduction's variant, at the k of
+``from_laplace_compositions``); for ``gaussian`` and ``laplace`` (equal variance
+sigma^2, Laplace scale sigma/sqrt(2)), recording their parameter. Evaluation computes
+epsilon at delta for k compositions with this method's accountant and with
+dp-accounting's, plus the moments-accountant bound, and re-measures the optimized pmf
+stored in low precision.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
 #: closed-form or numerically accounted noise with no random part: seed-free
 SEED_FREE = ("gaussian", "laplace")
 
+#: the optimised variants and the shape Algorithm 3 starts from (noise.initial_pmf): the
+#: paper's discretised Gaussian (Algorithm 2), or the equal-variance Laplace
+STARTS = {"optimized": "gaussian", "optimized_from_laplace": "laplace"}
+
 
 def seeded(variant: str, cfg: DPNoiseConfig) -> bool:
     """Whether a variant's result depends on the seed: only the optimised noise does, and
@@ -52,12 +59,15 @@ def seeded(variant: str, cfg: DPNoiseConfig) -> bool:
 def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
     """Per (sigma, k) task: the Gaussian and Laplace baselines once (seed-free: their
     epsilon is a closed form or a deterministic PLD computation), the optimised noise once
-    per seed (the seed jitters its starting point)."""
+    per seed (the seed jitters its starting point); the Laplace-started variant only at
+    the k of ``from_laplace_compositions``."""
     cfg = run.cfg
     settings = cfg.tasks()
     out = []
     for task in sorted(tasks):
         for variant in run.variants:
+            if variant == "optimized_from_laplace" and not cfg.from_laplace(settings[task]["k"]):
+                continue
             for seed in run.seeds if seeded(variant, cfg) else (None,):
                 out.append(Unit(task, variant, seed, settings[task]))
     return out
@@ -89,32 +99,25 @@ def train_unit(
 
     cfg = run.cfg
     fam = _family(cfg)
-    # Algorithm 3 from each starting shape in cfg.starts; the run kept is the one whose
-    # own objective (the moments-accountant bound it minimises) ends lower: a training
-    # signal, not the evaluated PLD epsilon
-    runs = {}
-    for start in cfg.starts:
-        p0 = noise.initial_pmf(sigma, fam, cfg.init_jitter, seed=unit.seed or 0, start=start)
-        runs[start] = noise.optimize(
-            p0,
-            fam,
-            sigma,
-            k,
-            delta,
-            iterations=cfg.iterations,
-            alpha_every=cfg.alpha_every,
-            alpha_max=cfg.alpha_max,
-            log_every=cfg.history_every,
-            progress=progress,
-        )
-        progress(f"start {start}: moments bound {runs[start].history[-1]['eps_moments']:.5g}")
-    start = min(runs, key=lambda name: runs[name].history[-1]["eps_moments"])
-    result = runs[start]
+    start = STARTS[unit.variant]
+    p0 = noise.initial_pmf(sigma, fam, cfg.init_jitter, seed=unit.seed or 0, start=start)
+    result = noise.optimize(
+        p0,
+        fam,
+        sigma,
+        k,
+        delta,
+        iterations=cfg.iterations,
+        alpha_every=cfg.alpha_every,
+        alpha_max=cfg.alpha_max,
+        log_every=cfg.history_every,
+        progress=progress,
+    )
+    progress(f"start {start}: moments bound {result.history[-1]['eps_moments']:.5g}")
     state = {
         "p": result.p.to(torch.float64),
         "alpha": float(result.alpha),
         "iterations": int(result.iterations),
-        "start_laplace": float(start == "laplace"),
     }
     return TrainedUnit(state=state, history=result.history)
 
@@ -130,22 +133,13 @@ class Mechanism:
     p: np.ndarray | None = None  # optimized: (p_0..p_N), float64
     alpha: float = math.nan
     scale: float = math.nan  # laplace
-    start_laplace: float = 0.0  # optimized: 1.0 when the run kept started from Laplace
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> Mechanism:
     sigma, k, delta = _setting(data)
-    if unit.variant == "optimized":
+    if unit.variant in STARTS:
         p = np.asarray(state["p"].double().numpy())
-        return Mechanism(
-            "optimized",
-            sigma,
-            k,
-            delta,
-            p=p,
-            alpha=float(state["alpha"]),
-            start_laplace=float(state.get("start_laplace", 0.0)),
-        )
+        return Mechanism("optimized", sigma, k, delta, p=p, alpha=float(state["alpha"]))
     if unit.variant == "laplace":
         return Mechanism("laplace", sigma, k, delta, scale=float(state["scale"]))
     return Mechanism("gaussian", float(state["sigma"]), k, delta)
@@ -268,7 +262,6 @@ def evaluate_unit(
         "rdp_at_alpha": noise.renyi_dp(pt, fam, model.alpha),
         "variance": float(noise.variance(pt, fam)),
         "mass_error": abs(float(noise.total_mass(pt, fam)) - 1.0),
-        "start_laplace": model.start_laplace,
         **_low_precision(p, fam, k, delta, h),
     }
 

@@ -31,7 +31,7 @@ iterations to minimise the moments-accountant bound (Eq. 25).
 
 The paper starts Algorithm 3 from a Gaussian of the target variance (Algorithm 2,
 ``initial_pmf``); ``initial_pmf(start="laplace")`` starts it from the equal-variance
-Laplace instead (this reproduction's amendment for few compositions, see the README).
+Laplace instead (the variant ``optimized_from_laplace``, see the README).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from reprolab.contract import Figure
 from reprolab.core.plots import facets, plt, save_figure
 from reprolab.methods.dp_noise.claims import BASELINES, gains
 
-_STYLE = {"optimized": "o-", "gaussian": "s--", "laplace": "^:"}
+_STYLE = {"optimized": "o-", "optimized_from_laplace": "d-.", "gaussian": "s--", "laplace": "^:"}
 
 
 def eps_vs_k(table: pd.DataFrame, path: Path) -> Path:
@@ -51,7 +51,7 @@ def gain_vs_k(table: pd.DataFrame, path: Path) -> Path:
 
 def optimisation_curves(histories: dict, path: Path) -> Path:
     """Moments-accountant epsilon by iteration relative to its first logged value, one
-    colour per task, one line per seed."""
+    colour per task, one line per seed (the optimized noise from the Gaussian start)."""
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     units = sorted(
         (u for u, h in histories.items() if u.variant == "optimized" and len(h) > 2),
