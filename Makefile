@@ -93,15 +93,17 @@ mlflow-server: venv ## MLflow tracking server on PostgreSQL (127.0.0.1:5001)
 prefect-server: venv ## local Prefect server and dashboard (127.0.0.1:4200)
 	PREFECT_UI_ENABLED=$${REPROLAB_PREFECT_UI:-true} $(BIN)/prefect server start --host 127.0.0.1 --port 4200
 
-serve: venv ## serve the scheduled Prefect deployments (needs prefect-server)
+serve: venv ## serve the Prefect deployments (nightly, reproduce-method/on-demand; needs prefect-server)
 	PREFECT_API_URL=http://127.0.0.1:4200/api $(BIN)/python -m flows.serve
 
-# Trigger a served deployment by hand; says within seconds when no server answers
+# Trigger a served deployment by hand; says within seconds when no server answers or the
+# deployment does not exist (exit 1), and warns when no `make serve` process serves it
 # (`prefect deployment run` alone waits and then reports the deployment as not found).
+# One method: DEPLOYMENT=reproduce-method/on-demand PARAMS='{"slug": "desk_reject"}'
 DEPLOYMENT ?= reproduce-all/nightly
 PREFECT_API_URL ?= http://127.0.0.1:4200/api
 trigger: venv ## run a served deployment now: [DEPLOYMENT=reproduce-all/nightly] [PARAMS=json]
-	@$(BIN)/python scripts/prefect_up.py "$(PREFECT_API_URL)"
+	@$(BIN)/python scripts/prefect_up.py "$(PREFECT_API_URL)" "$(DEPLOYMENT)"
 	PREFECT_API_URL=$(PREFECT_API_URL) $(BIN)/prefect deployment run $(DEPLOYMENT) $(if $(PARAMS),--params '$(PARAMS)') --watch
 
 # The paper profile of some methods in a fresh copy, in sequential rounds of seeds until

@@ -2,14 +2,15 @@
 
 - ``reproduce_method(slug)``: the stages of one method as dvc.yaml declares them
   (prepare -> train -> quantize -> evaluate), each a visible task, inside one MLflow
-  chain run tagged with the flow-run id.
+  chain run tagged with the flow-run id; publishes that method's claims only.
 - ``reproduce_all(methods, executor=None)``: every method, then the stages shared by all
-  methods (the report), then the claims table published as Prefect markdown + table
-  artifacts. ``executor`` (default ``REPROLAB_EXECUTOR``, else ``local``) is the unit
-  executor's setting: ``local`` runs the methods one after another (a subflow each);
-  ``dask`` (a local cluster) or a scheduler address runs them concurrently through
-  prefect-dask's ``DaskTaskRunner`` (``reproduce_methods``): the setup stages once, then
-  every method's stages as tasks on the cluster, each after the one before it.
+  methods (the report), then the claims of the methods it ran (not the report's other
+  methods) published as Prefect markdown + table artifacts. ``executor`` (default
+  ``REPROLAB_EXECUTOR``, else ``local``) is the unit executor's setting: ``local`` runs
+  the methods one after another (a subflow each); ``dask`` (a local cluster) or a
+  scheduler address runs them concurrently through prefect-dask's ``DaskTaskRunner``
+  (``reproduce_methods``): the setup stages once, then every method's stages as tasks
+  on the cluster, each after the one before it.
 
 DVC allows one writer per repository: every stage task waits for DVC's repository lock
 for its `dvc status` and `dvc commit` (``reprolab.ops.dvcstate``), so stages of different
@@ -24,6 +25,8 @@ without a server (ephemeral Prefect) or against one (``flows/serve.py``).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,6 +45,27 @@ _environ = environ  # (flows.reverify sets the MLflow store for the stages with 
 
 def _root(root: str | None) -> Path:
     return Path(root).resolve() if root else project_root()
+
+
+#: the workspaces this process holds (``_workspace``)
+_HELD: set[Path] = set()
+
+
+@contextmanager
+def _workspace(project: Path, holder: str, log) -> Iterator[None]:
+    """Hold the workspace of ``project`` for one flow run at a time
+    (``dvcstate.workspace_lock``: a second run waits and says for whom), once per
+    process: ``reproduce-method`` inside ``reproduce-all``, which holds it, goes on."""
+    key = Path(project).resolve()
+    if key in _HELD:
+        yield
+        return
+    with dvcstate.workspace_lock(project, holder, log):
+        _HELD.add(key)
+        try:
+            yield
+        finally:
+            _HELD.discard(key)
 
 
 def _chain_run(project: Path, slug: str, profile: str) -> tuple[tracking.Tracker, str]:
@@ -119,21 +143,24 @@ def reproduce_method(slug: str, root: str | None = None) -> list[dict]:
     logger = get_run_logger()
     logger.info("%s in %s: %s (%s profile)", slug, project, " -> ".join(stages), cfg.profile)
 
-    tracker, parent = _chain_run(project, slug, cfg.profile)
     run_id = str(flow_run.id)
-    ok, results = False, []
-    try:
-        # The stages' MLflow runs become children of this chain run (tracking.Tracker).
-        with _environ(**{tracking.PARENT_ENV: parent, tracking.FLOW_RUN_ENV: run_id}):
-            results = [outcome(name, stage_task(name, str(project))) for name in stages]
-        publish_method_claims(slug, str(project))
-        ok = True
-        return results
-    finally:
-        if ok and all(r.get("skipped") for r in results):
-            tracker.client.delete_run(parent)  # nothing ran: no empty chain in MLflow
-        else:
-            tracker.client.set_terminated(parent, "FINISHED" if ok else "FAILED")
+    # run on its own (reproduce-method/on-demand, by hand) it holds the workspace as
+    # reproduce-all does; inside reproduce-all, that run already holds it
+    with _workspace(project, f"reproduce-method flow run {run_id}", logger.info):
+        tracker, parent = _chain_run(project, slug, cfg.profile)
+        ok, results = False, []
+        try:
+            # The stages' MLflow runs become children of this chain run (tracking.Tracker).
+            with _environ(**{tracking.PARENT_ENV: parent, tracking.FLOW_RUN_ENV: run_id}):
+                results = [outcome(name, stage_task(name, str(project))) for name in stages]
+            publish_method_claims(slug, str(project))
+            ok = True
+            return results
+        finally:
+            if ok and all(r.get("skipped") for r in results):
+                tracker.client.delete_run(parent)  # nothing ran: no empty chain in MLflow
+            else:
+                tracker.client.set_terminated(parent, "FINISHED" if ok else "FAILED")
 
 
 @flow(name="reproduce-methods", flow_run_name="concurrently: {methods}")
@@ -215,7 +242,7 @@ def reproduce_all(
     logger = get_run_logger()
     # one run at a time on this workspace: a second (overlapping schedule, a run by
     # hand, another server) waits, and says for whom
-    with dvcstate.workspace_lock(project, f"reproduce-all flow run {run_id}", logger.info):
+    with _workspace(project, f"reproduce-all flow run {run_id}", logger.info):
         if choice == "local" or len(chosen) < 2:  # one after another (units: on `choice`)
             with _environ(**{unit_executor.ENV: choice}):
                 chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
@@ -227,7 +254,7 @@ def reproduce_all(
             chains = concurrent(chosen, str(project))
         with _environ(**{tracking.FLOW_RUN_ENV: run_id}):
             shared = [outcome(n, stage_task(n, str(project))) for n in dvcstate.shared(project)]
-        published = publish_claims(str(project))
+        published = publish_claims(str(project), chosen)  # the methods it ran, only
     return {
         "flow_run_id": run_id,
         "root": str(project),

@@ -1,10 +1,12 @@
-"""Serve the scheduled deployment of ``reproduce-all`` against a Prefect server.
+"""Serve the deployments of ``reproduce-all``, ``reproduce-method`` and ``reverify``
+against a Prefect server.
 
     make prefect-server            # terminal 1: prefect server start --host 127.0.0.1
     make serve                     # terminal 2: this file, with PREFECT_API_URL set
+    make trigger DEPLOYMENT=reproduce-method/on-demand PARAMS='{"slug": "desk_reject"}'
 
-Two deployments, each on a cron schedule and runnable by hand
-(``prefect deployment run <name>``), one run at a time:
+Three deployments (:func:`deployments`), each runnable by hand
+(``prefect deployment run <name>``, ``make trigger``), one run at a time:
 
 - ``reproduce-all/nightly`` (``REPROLAB_NIGHTLY_CRON``, default 03:00, in ``REPROLAB_SCHEDULE_TZ``, default UTC) brings the
   project this is served from up to date (``dvc repro`` as Prefect tasks) and republishes
@@ -12,6 +14,9 @@ Two deployments, each on a cron schedule and runnable by hand
   serving process, else ``local``) runs methods one after another (``local``) or
   concurrently on Dask (``dask``, ``tcp://scheduler:8786``), e.g.
   ``prefect deployment run reproduce-all/nightly -p executor=dask``;
+- ``reproduce-method/on-demand`` (no schedule: the nightly run covers every method) runs
+  one method's stages, its ``slug`` parameter (required), and publishes that method's
+  claims only (artifact ``claims-<slug>``);
 - ``reverify/nightly`` (``REPROLAB_REVERIFY_CRON``, default 04:00 UTC) reruns the pipeline
   in a scratch copy at the ``profile`` parameter (default ``smoke``) and fails when a
   verdict differs from the last re-verification's (``flows/reverify.py``).
@@ -24,7 +29,7 @@ import os
 from prefect import serve
 from prefect.schedules import Cron
 
-from flows.reproduce import reproduce_all
+from flows.reproduce import reproduce_all, reproduce_method
 from flows.reverify import reverify
 from reprolab.paths import project_root
 
@@ -74,10 +79,30 @@ def reverify_deployment(root: str | None = None, profile: str = "smoke"):
     )
 
 
+def method_deployment(root: str | None = None):
+    """``reproduce-method/on-demand``: one method, named by the run's ``slug`` parameter
+    (required; no schedule, the nightly ``reproduce-all`` run covers every method)."""
+    return reproduce_method.to_deployment(
+        name="on-demand",
+        parameters={"root": str(root or project_root())},
+        description=(
+            "Reproduce one method (parameter slug, e.g. desk_reject) and publish its claims; "
+            'make trigger DEPLOYMENT=reproduce-method/on-demand PARAMS=\'{"slug": "desk_reject"}\''
+        ),
+        tags=["reprolab", "on-demand"],
+    )
+
+
+def deployments(root: str | None = None) -> list:
+    """The deployments ``make serve`` serves, built without contacting a server:
+    ``reproduce-all/nightly``, ``reproduce-method/on-demand``, ``reverify/nightly``."""
+    return [nightly_deployment(root), method_deployment(root), reverify_deployment(root)]
+
+
 def main() -> None:
     # limit=1: runs share one workspace (data/, dvc.lock) and two cores, so they never
     # overlap.
-    serve(nightly_deployment(), reverify_deployment(), limit=1)
+    serve(*deployments(), limit=1)
 
 
 if __name__ == "__main__":

@@ -171,17 +171,31 @@ def verdict_lines(claims: list[dict]) -> list[str]:
     return out
 
 
+def report_link(report: str) -> str:
+    """The full report as a markdown link, ``[<path>](file:///<path>)``: the Prefect UI
+    renders it as a link showing the path (a relative link would resolve against the
+    UI's own address)."""
+    path = Path(report).absolute()
+    return f"[{path}]({path.as_uri()})"
+
+
+def claims_of(table, methods):
+    """The rows of the claims table (``claims.csv``, every method of the report) of
+    ``methods`` only: the ones a flow ran."""
+    return table[table["method"].isin(list(methods))]
+
+
 def compact_markdown(by_method: dict[str, list[dict]], report: str) -> str:
     """The artifact a user reads first: per method, one row per claim and precision with
     the verdict, then measured and paper (cut to :data:`CELL_CHARS`); figures and long
-    texts are in the full report (its path given). A smoke verdict is marked '(smoke)',
+    texts are in the full report (linked). A smoke verdict is marked '(smoke)',
     under a banner line saying smoke verdicts are no evidence."""
     smoke = any(c.get("profile") == SMOKE for claims in by_method.values() for c in claims)
     lines = [
         "# reprolab claims: verdict, measured, paper",
         "",
         *([SMOKE_BANNER, ""] if smoke else []),
-        f"Full report (figures, the paper's setting, the evidence rules): `{report}`",
+        f"Full report (figures, the paper's setting, the evidence rules): {report_link(report)}",
     ]
     for slug, claims in by_method.items():
         lines += [
@@ -217,15 +231,16 @@ def table_rows(table) -> list[dict]:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def publish_claims(root: str) -> dict:
-    """Publish the claims table (written by the report stage) as Prefect artifacts."""
+def publish_claims(root: str, methods: list[str] | None = None) -> dict:
+    """Publish the claims of ``methods`` (default: every configured method) from the
+    table the report stage wrote as Prefect artifacts, no other method's."""
     import pandas as pd
 
     from reprolab import config
 
     project = Path(root)
     folder = reports_dir(project)
-    slugs = config.load(project / "params.yaml").slugs
+    slugs = list(methods or config.load(project / "params.yaml").slugs)
     markdown_id = create_markdown_artifact(
         markdown=compact_markdown(
             {s: _claims(project, s) for s in slugs}, str(folder / "claims.html")
@@ -234,6 +249,7 @@ def publish_claims(root: str) -> dict:
         description="reprolab claims: verdict, measured, paper",
     )
     table = pd.read_csv(folder / "claims.csv", dtype=str, keep_default_na=False)
+    table = claims_of(table, slugs)
     table_id = create_table_artifact(
         table=table_rows(table),
         key="claims-table",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import flows  # noqa: F401  (Prefect's ephemeral server start-up timeout: flows/__init__.py)
 from reprolab.ops import portable
 
 # The kernels every `python -m reprolab` process dispatches to (portable by default,
