@@ -658,3 +658,18 @@ class MethodHooks(Protocol):
     def plots(self, run: Run, table: Any, out_dir: Path, trained: Any) -> list[Path]:
         """Optional: figures from the long metrics table and the trained units.
         ``trained`` is a :class:`TrainedUnits`: unit -> history, and ``model(unit)``."""
+
+
+def seed_ranges(seeds: list[int]) -> str:
+    """[0, 1, 2, 5, 6] -> '0-2, 5-6': seeds as a report writes them."""
+    out, run = [], []
+    for s in sorted(seeds):
+        if run and s == run[-1] + 1:
+            run.append(s)
+        else:
+            if run:
+                out.append(run)
+            run = [s]
+    if run:
+        out.append(run)
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in out)

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from reprolab import ledger, registry
-from reprolab.contract import is_runtime_metric
+from reprolab.contract import is_runtime_metric, seed_ranges
 from reprolab.core import claims as core_claims
 
 HEADER = """# Results: one row per paper
@@ -525,7 +525,7 @@ TIMED_CLAIMS = "timed_claims.json"
 
 
 def _seeds(seeds: list[int]) -> str:
-    return core_claims.seed_ranges(seeds) if seeds else "seed-free"
+    return seed_ranges(seeds) if seeds else "seed-free"
 
 
 def _decided(c: dict) -> str:

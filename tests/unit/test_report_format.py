@@ -197,10 +197,10 @@ Profile: **smoke** (smoke-level verdicts check the machinery; they are not evide
 
 ## Summary (verdicts at fp32; a claim about a quantization scheme at that scheme)
 
-| method | paper | profile | seeds | reproduced | reproduced smaller | no effect | not reproduced | inconclusive | out of reach | changes under quantization | compute |
-|---|---|---|---|---|---|---|---|---|---|---|---|
-| [alpha](#claims-alpha) | Alpha <b> | smoke | 0, 1 | 1 | 0 | 0 | 0 | 0 | 0 | beats_baseline: reproduced -> not_reproduced at int8 | 12.3 s |
-| [beta](#claims-beta) | Beta | smoke | none (seed-free) | 0 | 0 | 0 | 0 | 1 | 1 | none | n/a |
+| method | paper | profile | seeds | reproduced | reproduced smaller | no effect | not reproduced | inconclusive | premise failed | out of reach | changes under quantization | compute |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| [alpha](#claims-alpha) | Alpha <b> | smoke | 0, 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | beats_baseline: reproduced -> not_reproduced at int8 | 12.3 s |
+| [beta](#claims-beta) | Beta | smoke | none (seed-free) | 0 | 0 | 0 | 0 | 1 | 0 | 1 | none | n/a |
 
 **Evidence rules.** RULES
 

@@ -1465,21 +1465,6 @@ def measured_text(m: dict[str, Any]) -> str:
     return interval_text(m.get("value"), low, high)
 
 
-def seed_ranges(seeds: list[int]) -> str:
-    """[0, 1, 2, 5, 6] -> '0-2, 5-6': seeds as a report writes them."""
-    out, run = [], []
-    for s in sorted(seeds):
-        if run and s == run[-1] + 1:
-            run.append(s)
-        else:
-            if run:
-                out.append(run)
-            run = [s]
-    if run:
-        out.append(run)
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in out)
-
-
 def rules_out_claimed_effect(measured: dict[str, Any], effect: float | None) -> bool:
     """Whether an undecided claim's interval excludes an effect of ``effect`` (the
     smallest effect that matters) on the claimed side of its bound: the claimed effect

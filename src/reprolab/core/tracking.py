@@ -84,7 +84,7 @@ def shown_verdict(verdict: str, profile: str) -> str:
 def run_name(method: str, stage: str, profile: str, seeds: Iterable[int] = ()) -> str:
     """A run's name in the runs table: what ran, on which profile and seeds, e.g.
     ``desk_reject · evaluate · smoke · seeds 0-1`` (no seeds part when there are none)."""
-    from reprolab.core.claims import seed_ranges
+    from reprolab.contract import seed_ranges
 
     seeds = sorted({int(s) for s in seeds})
     parts = [method, stage, profile, *([f"seeds {seed_ranges(seeds)}"] if seeds else [])]

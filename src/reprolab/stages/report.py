@@ -23,7 +23,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from reprolab import config, registry
-from reprolab.contract import is_runtime_metric
+from reprolab.contract import is_runtime_metric, seed_ranges
 from reprolab.core import claims as core_claims
 from reprolab.core import io
 from reprolab.core.tracking import (
@@ -75,6 +75,8 @@ VERDICT_MEANING = {
     "not_reproduced": "the interval lies wholly on the other side, with n >= 3",
     "inconclusive": "the interval straddles the bound, or the evidence rules forbid a decisive"
     " verdict (the reason is given)",
+    "premise_failed": "not tested: the premise registered with the claim failed on the run's "
+    "seeds (what the check alone said is given)",
     "out_of_reach": "this code cannot test the claim at any affordable size on this machine;"
     " what would test it is given",
 }
@@ -291,7 +293,7 @@ def _evidence_text(c: dict) -> str:
     m = c["measured"]
     seq = m.get("sequential") or {}
     seeds = m.get("seeds") or []
-    used = f"seeds {core_claims.seed_ranges(seeds)}" if seeds else ""
+    used = f"seeds {seed_ranges(seeds)}" if seeds else ""
     look = f"look {seq['look']} of the plan, {used}" if seq else used
     if not ev:
         return look
