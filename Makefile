@@ -107,7 +107,7 @@ trigger: venv ## run a served deployment now: [DEPLOYMENT=reproduce-all/nightly]
 	PREFECT_API_URL=$(PREFECT_API_URL) $(BIN)/prefect deployment run $(DEPLOYMENT) $(if $(PARAMS),--params '$(PARAMS)') --watch
 
 # The paper profile of some methods in a fresh copy, in sequential rounds of seeds until
-# each claim is decided or the method's evidence budget is spent (src/reprolab/paper.py);
+# each claim is decided or the method's evidence budget is spent (src/reprolab/results/paper.py);
 # results (report, claims, metrics, figures, run.json with date, commit, machine, rounds,
 # seeds) into docs/results/<slug>/, then the scoreboard docs/results/README.md. The
 # preregistration ledger (docs/results/ledger/) is written first: a claim changed after
@@ -123,13 +123,13 @@ LEDGER_ONLY ?=
 paper: venv ## paper-profile rounds into docs/results/: METHODS="a b" [SEEDS=] [AMEND=] [REPLAY=1] [CONFIRM=1]
 	@test -n "$(METHODS)" || (echo 'usage: make paper METHODS="ensloss cplearn" [SEEDS=100,101,102] [AMEND="why"] [REPLAY=1] [CONFIRM=1] [RESUME=<copy>]'; exit 2)
 	bash scripts/system_deps.sh --paper
-	$(BIN)/python scripts/paper.py $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(CONFIRM),--confirm) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
+	$(BIN)/python -m reprolab paper $(METHODS) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(AMEND),--amend "$(AMEND)") $(if $(REPLAY),--replay) $(if $(CONFIRM),--confirm) $(if $(LEDGER_ONLY),--ledger-only) $(if $(RESUME),--resume $(RESUME))
 
 # A candidate paper-profile setting's training signals (no evaluate): before the ledger
 probe: venv ## a candidate paper setting's training signals: METHOD= NAME= [SET=] [SEEDS=]
 	@test -n "$(METHOD)" -a -n "$(NAME)" || (echo 'usage: make probe METHOD=grokformer NAME=regime [SET="epochs=2000 patience=200"] [SEEDS=100]'; exit 2)
 	bash scripts/system_deps.sh --paper
-	$(BIN)/python scripts/probe.py $(METHOD) --name $(NAME) $(if $(SET),--set $(SET)) $(if $(SEEDS),--seeds $(SEEDS))
+	$(BIN)/python -m reprolab probe $(METHOD) --name $(NAME) $(if $(SET),--set $(SET)) $(if $(SEEDS),--seeds $(SEEDS))
 
 # Fashion-MNIST for the paper profile, without root: apt-get download + dpkg -x.
 data: ## Fashion-MNIST for the paper profile into data/raw/fashion-mnist/

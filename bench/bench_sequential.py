@@ -593,7 +593,7 @@ def _metrics(folder: Path):
     seed column as nullable integers."""
     import pandas as pd
 
-    from reprolab.compare import metrics_file
+    from reprolab.results.compare import metrics_file
 
     table = pd.read_csv(metrics_file(folder))
     table["seed"] = table["seed"].astype("Int64")

@@ -116,6 +116,20 @@ def main(argv: list[str] | None = None) -> int:
         "committed results",
     )
     p.add_argument("--check", action="store_true", help="exit 1 when the file is out of date")
+    for name, text in (
+        (
+            "paper",
+            "the paper profile of some methods in sequential rounds (make paper): "
+            "python -m reprolab paper <slug ...> [--seeds] [--amend] [--replay] [--confirm]",
+        ),
+        (
+            "probe",
+            "a candidate paper-profile setting's training signals only (make probe): "
+            "python -m reprolab probe <slug> --name NAME [--set KEY=VALUE ...]",
+        ),
+    ):
+        p = sub.add_parser(name, help=text, add_help=False, prefix_chars="\0")
+        p.add_argument("args", nargs=argparse.REMAINDER)
     p = sub.add_parser(
         "confirm",
         help="confirmatory runs: register one before its data (confirm register <slug>), "
@@ -178,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.command == "compare":
-            from reprolab import compare
+            from reprolab.results import compare
 
             try:
                 cmp = compare.compare(args.a, args.b, args.tolerance)
@@ -199,16 +213,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{slug}\t{registry.get(slug).title}")
             return 0
         root = project_root(Path.cwd())
+        if args.command == "paper":
+            from reprolab.results import paper
+
+            return paper.main(args.args, root)
+        if args.command == "probe":
+            from reprolab.results import probe
+
+            return probe.main(args.args, root)
         if args.command == "confirm":
-            from reprolab import confirm
+            from reprolab.results import confirm
 
             return confirm.main(args.args, root)
         if args.command == "trail":
-            from reprolab import trail
+            from reprolab.results import trail
 
             return trail.main(args.args, root)
         if args.command == "reread":
-            from reprolab import reread
+            from reprolab.results import reread
 
             try:
                 return reread.main(args.args, root)
@@ -216,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
         if args.command == "scoreboard":
-            from reprolab import scoreboard
+            from reprolab.results import scoreboard
 
             path = root / "docs" / "results" / "README.md"
             try:

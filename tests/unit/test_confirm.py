@@ -1,4 +1,4 @@
-"""Confirmatory runs (``reprolab.confirm``): a registration must be committed before its
+"""Confirmatory runs (``reprolab.results.confirm``): a registration must be committed before its
 run, the tree must match it, its seeds must be unused, it runs once, and a resumed run
 is the same registration."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprolab import confirm, ledger
-from reprolab.paper import MethodRounds, PaperError, PaperRun
+from reprolab.results import confirm, ledger
+from reprolab.results.paper import MethodRounds, PaperError, PaperRun
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUG = "desk_reject"

@@ -1,4 +1,4 @@
-"""Training-signal probes (reprolab.probe): the signals read from checkpoint histories
+"""Training-signal probes (reprolab.results.probe): the signals read from checkpoint histories
 against values worked out by hand, no validation or test value of a compared variant in
 what a probe writes, returns or prints, overrides parsed as YAML, and a bad setting
 refused before any copy or compute."""
@@ -14,8 +14,9 @@ import pytest
 import torch
 import yaml
 
-from reprolab import probe, registry
+from reprolab import registry
 from reprolab.contract import Unit
+from reprolab.results import probe
 
 HISTORIES = {
     Unit("g1", "a", 0): [

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reprolab import registry, scoreboard
+from reprolab import registry
 from reprolab.core.claims import VERDICT_TEXT
+from reprolab.results import scoreboard
 
 ROOT = Path(__file__).resolve().parents[2]
 

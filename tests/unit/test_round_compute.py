@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from reprolab.paper import _round_minutes
+from reprolab.results.paper import _round_minutes
 from reprolab.stages.train import ATTEMPTS, _begin_attempt, _end_attempt
 
 

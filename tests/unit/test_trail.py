@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprolab import ledger, registry, trail
+from reprolab import registry
+from reprolab.results import ledger, trail
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIM = "c"

@@ -200,7 +200,7 @@ def test_an_undecided_central_claim_closes_the_family():
 
 
 def test_heterogeneity_from_summaries_is_welchs_test_on_the_values():
-    from reprolab.scoreboard import _heterogeneity, _pool
+    from reprolab.results.scoreboard import _heterogeneity, _pool
 
     a, b = np.array([0.05, 0.04, 0.06, 0.03, 0.05]), np.array([0.0, -0.02, 0.01, -0.01, 0.02])
 
@@ -216,7 +216,7 @@ def test_heterogeneity_from_summaries_is_welchs_test_on_the_values():
 
 def test_a_held_out_block_that_differs_did_not_replicate():
     """rotation_fusion's held-out seeds 50-54 differ from its run (the committed data)."""
-    from reprolab import scoreboard
+    from reprolab.results import scoreboard
 
     rows = {r["method"]: r for r in scoreboard.rows(ROOT)}
     assert rows["rotation_fusion"]["verdict"] == "did_not_replicate"
@@ -258,7 +258,7 @@ def test_no_committed_interval_counts_more_replicates_than_independent_units():
 def test_committed_claims_are_what_the_current_analysis_gives():
     """``python -m reprolab reread --check``: every claims.json is the re-read of its
     committed metrics (a change of analysis without a re-read fails here)."""
-    from reprolab import reread
+    from reprolab.results import reread
 
     stale = []
     for slug in sorted(p.name for p in RESULTS.iterdir() if (p / "claims.json").is_file()):

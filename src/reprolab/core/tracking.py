@@ -54,7 +54,7 @@ COMPUTE_METRIC = "compute_seconds"
 
 
 #: the tags a paper run hands its stages (JSON: ``paper_run`` exploratory / confirmatory
-#: / held-out block / replay, ``registration``, ``paper_commit``; ``reprolab.paper``)
+#: / held-out block / replay, ``registration``, ``paper_commit``; ``reprolab.results.paper``)
 RUN_TAGS_ENV = "REPROLAB_RUN_TAGS"
 
 

@@ -1,6 +1,6 @@
 """A scratch copy of the project: the committed code at one profile, its own data/.
 
-Used where a run must not touch the workspace: ``scripts/paper.py`` (paper-profile
+Used where a run must not touch the workspace: ``python -m reprolab paper`` (paper-profile
 results for docs/results) and the ``reverify`` Prefect flow (nightly re-verification of
 every verdict). The copy holds the tracked and untracked, not ignored, files of the
 project except ``data/`` and ``dvc.lock``, a params.yaml cut to the chosen methods at the

@@ -261,7 +261,7 @@ def _amendments(root: Path, slug: str) -> dict[str, tuple[str, str]]:
     A report shows the results of the definitions in force (a definition or config edit
     reruns evaluate), so every amendment it lists came before its results; whether the
     committed results predate an amendment is the scoreboard's "changed after results"."""
-    from reprolab import ledger
+    from reprolab.results import ledger
 
     out = {}
     for claim, entries in ledger.amendments(root, slug).items():
@@ -432,7 +432,7 @@ format_value, format_interval = _fmt, _interval
 def write_views(root: Path, slugs: list[str], out: Path) -> None:
     """claims.md and claims.html for ``slugs`` of the project at ``root`` into ``out``,
     without run links (for results kept outside the project, e.g. docs/results by
-    scripts/paper.py); figures are read from ``out/plots`` when that folder exists."""
+    python -m reprolab paper); figures are read from ``out/plots`` when that folder exists."""
     project = config.load(root / "params.yaml")
     rows, figures = collect(root, slugs, forests=out / "plots")
     table = pd.DataFrame(rows, columns=[*COLUMNS, *EXTRA])

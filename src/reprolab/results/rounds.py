@@ -13,7 +13,7 @@ budget (``evidence.budget_minutes`` of measured compute) is spent; a claim left
 undecided says why, with the seeds it would need at the spread observed and how long
 those would take here.
 
-Pure logic on the claims and timings of a round; :mod:`reprolab.paper` runs the rounds.
+Pure logic on the claims and timings of a round; :mod:`reprolab.results.paper` runs the rounds.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def folders(results: Path, slug: str) -> list[Path]:
 
 def reread_folder(folder: Path, slug: str) -> list[dict[str, Any]]:
     """``folder``'s claims.json evaluated again from its metrics table."""
-    from reprolab.compare import metrics_file
+    from reprolab.results.compare import metrics_file
 
     claims_file, table_file = folder / "claims.json", metrics_file(folder)
     try:

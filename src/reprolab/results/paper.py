@@ -9,11 +9,11 @@ preregistration ledger before them, commit-ready results into docs/results/ afte
 
 What a run does:
 
-1. **Ledger first** (:mod:`reprolab.ledger`): a claim with no ledger entry is registered;
+1. **Ledger first** (:mod:`reprolab.results.ledger`): a claim with no ledger entry is registered;
    one whose definition (or the paper-profile config) changed after it was registered
    stops the run unless ``--amend "why"`` is given, which records the amendment. Both
    are written before any compute.
-2. **Rounds** (:mod:`reprolab.evidence`): the project is copied (``reprolab.ops.scratch``) at
+2. **Rounds** (:mod:`reprolab.results.rounds`): the project is copied (``reprolab.ops.scratch``) at
    ``profile: paper`` with the first look's seeds; each round is ``reprolab check`` then
    ``dvc repro`` there (its stages fork from a stage worker preloaded in the copy,
    stopped when the rounds end); after it, each undecided claim that more seeds can
@@ -65,10 +65,11 @@ from typing import Any
 
 import yaml
 
-from reprolab import compare, evidence, ledger, registry
+from reprolab import registry
 from reprolab.core.claims import DECISIVE, opposite
 from reprolab.core.machine import machine
 from reprolab.ops import children, scratch, worker
+from reprolab.results import compare, ledger, rounds
 
 Log = Callable[[str], None]
 
@@ -163,7 +164,7 @@ class PaperRun:
     resume: Path | None = None
     log: Log = _print
     max_rounds: int = 20
-    #: a confirmatory run: the method's latest registration (``reprolab.confirm``), run
+    #: a confirmatory run: the method's latest registration (``reprolab.results.confirm``), run
     #: exactly as registered; set from ``confirm=True`` by :meth:`__post_init__`
     confirm: bool = False
     registration: dict | None = field(default=None, init=False)
@@ -273,7 +274,7 @@ class PaperRun:
             return self._resume()
         block = self.seeds is not None
         if self.confirm:  # the registration is the definition: the ledger holds it already
-            from reprolab import confirm
+            from reprolab.results import confirm
 
             slug = self.methods[0]
             entry = confirm.latest(self.root, slug)
@@ -571,12 +572,12 @@ class PaperRun:
         cfg = project.method(slug)
         spec = registry.get(slug)
         st.minutes += minutes
-        heads = evidence.headline(claims)
+        heads = rounds.headline(claims)
         for cid, result in heads.items():
             if result["verdict"] in DECISIVE and cid not in st.decided_round:
                 st.decided_round[cid] = number
         avoid = set()
-        decision, reasons = evidence.plan_round(spec, cfg, list(project.seeds), claims, avoid)
+        decision, reasons = rounds.plan_round(spec, cfg, list(project.seeds), claims, avoid)
         st.reasons = reasons
         entry = {
             "round": number,
@@ -604,15 +605,15 @@ class PaperRun:
             )
             return False
         units = _trained_units(paths)
-        seconds = evidence.unit_seconds(paths.runtime)
-        eval_per_unit = evidence.evaluate_seconds_per_unit(paths.runtime, len(units))
-        estimate = evidence.round_minutes(decision.added, units, seconds)
+        seconds = rounds.unit_seconds(paths.runtime)
+        eval_per_unit = rounds.evaluate_seconds_per_unit(paths.runtime, len(units))
+        estimate = rounds.round_minutes(decision.added, units, seconds)
         estimate += _new_units(decision.added, units) * eval_per_unit / 60.0
         if st.minutes + estimate > cfg.evidence.budget_minutes:
             st.done = True
             st.stop = (
                 f"evidence budget: the next round ({len(decision.grow)} claim(s), about "
-                f"{evidence.fmt_minutes(estimate)}) would exceed {cfg.evidence.budget_minutes:g} "
+                f"{rounds.fmt_minutes(estimate)}) would exceed {cfg.evidence.budget_minutes:g} "
                 f"min ({st.minutes:.0f} spent)"
             )
             self.log(f"{slug}: stops: {st.stop}")
@@ -625,7 +626,7 @@ class PaperRun:
         entry["next_estimate_minutes"] = round(estimate, 1)
         self.log(
             f"{slug}: round {number + 1} adds seeds for {', '.join(sorted(decision.grow))} "
-            f"(about {evidence.fmt_minutes(estimate)})"
+            f"(about {rounds.fmt_minutes(estimate)})"
         )
         return True
 
@@ -688,7 +689,7 @@ class PaperRun:
                 if timed.is_file() and io.read_json(timed):
                     # claims on wall time: evaluate keeps them out of the DVC-tracked
                     # claims.json (they differ on every run); the results keep them beside it
-                    from reprolab.scoreboard import TIMED_CLAIMS
+                    from reprolab.results.scoreboard import TIMED_CLAIMS
 
                     shutil.copy2(timed, tmp / TIMED_CLAIMS)
                 compare.store_metrics(paths.eval / "metrics.csv", tmp)
@@ -726,7 +727,7 @@ class PaperRun:
             tmp.rename(dest)
             self.log(f"{slug}: results in {dest}")
         if not self.replay:  # a held-out block changes the scoreboard's held-out column
-            from reprolab import scoreboard
+            from reprolab.results import scoreboard
 
             scoreboard.write(self.root, self.out)
             if self.out.resolve() == (self.root / "docs" / "results").resolve():
@@ -744,8 +745,8 @@ class PaperRun:
         spec = registry.get(slug)
         by_id = {c.id: c for c in spec.claims}
         units = _trained_units(paths)
-        seconds = evidence.unit_seconds(paths.runtime)
-        heads = evidence.headline(claims)
+        seconds = rounds.unit_seconds(paths.runtime)
+        heads = rounds.headline(claims)
         out = []
         for c in claims:
             head = heads.get(c["id"], c)
@@ -760,11 +761,11 @@ class PaperRun:
                 info["why"] = st.reasons.get(c["id"]) or st.stop
                 need = m.get("needs_seeds")
                 if need is not None:
-                    per_seed = evidence.seconds_per_seed(
-                        units, seconds, evidence.scope(spec, by_id[c["id"]])
+                    per_seed = rounds.seconds_per_seed(
+                        units, seconds, rounds.scope(spec, by_id[c["id"]])
                     )
                     info["needs_seeds"] = need
-                    info["needs_minutes"] = evidence.needs_minutes(
+                    info["needs_minutes"] = rounds.needs_minutes(
                         need, len(m.get("seeds", [])), per_seed
                     )
             out.append({**c, "evidence": info})
@@ -785,7 +786,7 @@ def _new_units(rules: list[dict], units: list) -> int:
     """How many units the rules add (one per seed of each unit key in scope)."""
     total = 0
     for rule in rules:
-        sc = evidence.Scope(
+        sc = rounds.Scope(
             tuple(rule["variants"]),
             tuple(rule["tasks"]) if "tasks" in rule else None,
             tuple((k, tuple(v)) for k, v in rule["params"].items()) if "params" in rule else None,
@@ -889,3 +890,70 @@ def compare_blocks(pooled: Path, block: Path) -> tuple[str, dict]:
         "disagreeing_claims": sorted(set(flagged)),
     }
     return "\n".join(lines) + "\n", summary
+
+
+def main(argv: list[str], root: Path) -> int:
+    """``python -m reprolab paper``: the paper profile of some methods (see the module
+    docstring); 2 on a refused run, 130 when interrupted."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="reprolab paper", description=__doc__.split("\n\n")[0].replace("\n", " ")
+    )
+    parser.add_argument("methods", nargs="+", help="method slugs (see `python -m reprolab list`)")
+    parser.add_argument("--seeds", help="a held-out block: comma-separated seeds, one look")
+    parser.add_argument("--amend", default="", help="why a claim or its setting changed")
+    parser.add_argument("--replay", action="store_true", help="one run with run.json's seeds")
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="run the method's committed registration exactly (python -m reprolab confirm)",
+    )
+    parser.add_argument(
+        "--ledger-only",
+        action="store_true",
+        help="record registrations and amendments (with --amend) in the ledger, run nothing",
+    )
+    parser.add_argument("--out", type=Path, default=root / "docs" / "results")
+    parser.add_argument("--work", type=Path, help="where the copy is run (default: temp)")
+    parser.add_argument(
+        "--resume", type=Path, help="a killed run's copy: go on from the round it cut short"
+    )
+    args = parser.parse_args(argv)
+    from reprolab.ops.children import exit_on_signals
+
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    except ValueError:
+        parser.error(f"--seeds: expected integers separated by commas, got {args.seeds!r}")
+    run = None
+    try:
+        run = PaperRun(
+            root,
+            args.methods,
+            seeds=seeds,
+            amend=args.amend,
+            replay=args.replay,
+            confirm=args.confirm,
+            out=args.out,
+            work=args.work,
+            resume=args.resume,
+        )
+        if args.ledger_only:
+            run.record_ledger(run.check_ledger())
+        else:
+            exit_on_signals()  # SIGTERM / SIGHUP stop the dvc repro it waits on, as Ctrl-C
+            run.run()
+    except (PaperError, registry.UnknownMethodError) as exc:
+        print(f"paper: error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, SystemExit) as exc:
+        code = exc.code if isinstance(exc, SystemExit) else 130
+        if run is not None and run.copy is not None:
+            print(
+                f"paper: stopped; the units finished so far are kept in {run.copy} (go on "
+                f'with: make paper METHODS="{" ".join(args.methods)}" RESUME={run.copy})',
+                file=sys.stderr,
+            )
+        return code if isinstance(code, int) else 1
+    return 0

@@ -312,7 +312,7 @@ def run_probe(
     """Probe ``slug`` at the paper profile with ``overrides`` (see the module doc);
     returns the record it wrote."""
     from reprolab.core.machine import machine
-    from reprolab.paper import PROBES, _git
+    from reprolab.results.paper import PROBES, _git
 
     registry.check_slug(slug)
     seeds = list(seeds or DEFAULT_SEEDS)
@@ -360,3 +360,32 @@ def run_probe(
     log(to_markdown(record))
     log(f"probe {name}: written to {out / name}.md")
     return record
+
+
+def main(argv: list[str], root: Path) -> int:
+    """``python -m reprolab probe``: a candidate setting's training signals (see the
+    module docstring); 2 on a refused probe."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="reprolab probe", description=__doc__.split("\n\n")[0].replace("\n", " ")
+    )
+    parser.add_argument("method", help="a method slug (see `python -m reprolab list`)")
+    parser.add_argument("--name", required=True, help="the probe's name (its record's file)")
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="paper-profile overrides"
+    )
+    parser.add_argument("--seeds", default="100,101", help="probe seeds, comma-separated")
+    parser.add_argument("--out", type=Path, help="default: docs/results/<slug>/probes")
+    args = parser.parse_args(argv)
+
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        parser.error(f"--seeds: expected integers separated by commas, got {args.seeds!r}")
+    try:
+        run_probe(root, args.method, parse_overrides(args.set), args.name, seeds, args.out)
+    except (ProbeError, registry.UnknownMethodError) as exc:
+        print(f"probe: error: {exc}", file=sys.stderr)
+        return 2
+    return 0

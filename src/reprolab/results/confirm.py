@@ -42,7 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reprolab import ledger, registry
+from reprolab import registry
+from reprolab.results import ledger
 
 #: the first seed a confirmatory run may use (below it: the exploratory seeds)
 FIRST_SEED = 1000

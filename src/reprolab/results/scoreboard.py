@@ -20,9 +20,10 @@ import math
 import os
 from pathlib import Path
 
-from reprolab import ledger, registry
+from reprolab import registry
 from reprolab.contract import is_runtime_metric, seed_ranges
 from reprolab.core import claims as core_claims
+from reprolab.results import ledger
 
 HEADER = """# Results: one row per paper
 
@@ -216,7 +217,7 @@ def _held_out(
 
 
 def confirmatory_folders(results: Path, slug: str) -> list[Path]:
-    """The method's confirmatory results (``confirm-<id>/``, ``reprolab.confirm``), the
+    """The method's confirmatory results (``confirm-<id>/``, ``reprolab.results.confirm``), the
     latest last (by the date their run.json records)."""
     found = [
         p
@@ -296,7 +297,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
     """One row per registered method with committed results (methods without results
     get a row that says so): its headline is the latest confirmatory verdict where there
     is one, else the exploratory verdict (``status`` says which)."""
-    from reprolab import trail
+    from reprolab.results import trail
 
     results = results or root / "docs" / "results"
     trails = trail.load(root)
