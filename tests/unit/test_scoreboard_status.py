@@ -84,3 +84,15 @@ def test_the_main_table_reads_at_a_glance():
     figure = scoreboard.figure_rows(scoreboard.rows(ROOT), ROOT, ROOT / "docs" / "results")
     assert [r["method"] for r in figure] == registry.slugs()
     assert (ROOT / "docs" / "results" / scoreboard.FIGURE).is_file()
+
+
+def test_the_rendered_scoreboard_colours_each_verdict():
+    """docs/results/index.html: the same page for a browser, every headline verdict cell
+    coloured by its kind (the claims report's colours)."""
+    import re
+
+    page = (ROOT / "docs" / "results" / scoreboard.HTML).read_text()
+    assert page == scoreboard.to_html((ROOT / "docs" / "results" / "README.md").read_text())
+    kinds = re.findall(r'<td class="([a-z_]+)"><strong>', page)
+    assert len(kinds) == 19
+    assert set(kinds) <= {*scoreboard.core_claims.VERDICTS, "did_not_replicate"}

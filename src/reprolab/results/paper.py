@@ -644,11 +644,13 @@ class PaperRun:
             io.write_json(paths.eval / "claims.json", claims)
             used = sorted({s for c in claims for s in c["measured"].get("seeds", [])})
             sub = f"seeds-{'-'.join(map(str, self.seeds))}" if block else ""
+            for c in claims:  # what the run itself gave (a later re-reading keeps it)
+                c["verdict_on_file"] = c["verdict"]
             if self.registration is not None:
                 sub = f"confirm-{self.registration['id']}"
                 for c in claims:
                     c["confirmatory"] = self.registration["id"]
-                io.write_json(paths.eval / "claims.json", claims)
+            io.write_json(paths.eval / "claims.json", claims)
             dest = self.out / slug / ("replay" if self.replay else sub)
             info = {
                 "method": slug,

@@ -502,7 +502,8 @@ def render(root: Path, results: Path | None = None) -> str:
 def pages(root: Path, results: Path | None = None) -> dict[Path, str]:
     """The generated pages under ``docs/results``: the scoreboard."""
     results = results or root / "docs" / "results"
-    return {results / "README.md": render(root, results)}
+    text = render(root, results)
+    return {results / "README.md": text, results / HTML: to_html(text)}
 
 
 def write(root: Path, results: Path | None = None) -> Path:
@@ -516,6 +517,42 @@ def write(root: Path, results: Path | None = None) -> Path:
 
     central_claims(figure_rows(rows(root, results), root, results), results / FIGURE)
     return results / "README.md"
+
+
+#: the scoreboard rendered for a browser, beside the Markdown
+HTML = "index.html"
+_CSS = """body{font-family:sans-serif;margin:1.5em;max-width:1300px}
+td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top;font-size:14px}
+table{border-collapse:collapse}
+img{max-width:640px}
+.reproduced{background:#e3f4e3}.reproduced_smaller{background:#eef6da}
+.no_effect{background:#dbeafe}.not_reproduced{background:#fbe3e3}
+.inconclusive{background:#f3f3f3}.premise_failed{background:#eaeef2}
+.out_of_reach{background:#eef0fb}.did_not_replicate{background:#efe2fb}
+li{margin-bottom:4px}"""
+
+
+def to_html(markdown_text: str) -> str:
+    """The scoreboard's Markdown as a page, each verdict cell coloured by its kind (the
+    claims report's colours)."""
+    import re
+
+    import markdown
+
+    body = markdown.markdown(markdown_text, extensions=["tables"])
+    by_text = {t: k for k, t in core_claims.VERDICT_TEXT.items()}
+    by_text["did not replicate"] = "did_not_replicate"
+
+    def colour(m: re.Match) -> str:
+        kind = by_text.get(m.group(1))
+        return f'<td class="{kind}"><strong>{m.group(1)}</strong>' if kind else m.group(0)
+
+    body = re.sub(r"<td><strong>([^<]+)</strong>", colour, body)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>reprolab: results</title><style>{_CSS}</style></head>\n<body>\n"
+        f"{body}\n</body></html>\n"
+    )
 
 
 # ------------------------------------------------------------ method README blocks
@@ -682,7 +719,7 @@ def with_block(text: str, block: str) -> str:
 def readme_path(root: Path, slug: str) -> Path | None:
     """``slug``'s README in the project at ``root`` (a copy of the project has its own),
     or None where the package is not the source tree of a project (an installed wheel)."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # src/reprolab (this module: results/)
     try:
         inside = Path(registry.get(slug).readme).resolve().relative_to(package)
     except ValueError:
