@@ -1373,8 +1373,8 @@ def adjust_family(
 
     def mark(i: int, verdict: str, result: dict[str, Any], note: str, level: float) -> None:
         measured = dict(result["measured"])
-        if verdict != result["verdict"]:
-            measured["check_verdict"] = measured.get("check_verdict", result["verdict"])
+        if verdict != results[i]["verdict"]:  # what the claim said at the full alpha
+            measured["check_verdict"] = measured.get("check_verdict", results[i]["verdict"])
         family = {"rule": "central first, then Holm", "alpha": level, "note": note}
         if "sequential" in measured:  # the look at the family's level; the plan's stays
             family["look"] = measured["sequential"]
