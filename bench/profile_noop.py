@@ -10,7 +10,6 @@ dependencies, parsing dvc.yaml / dvc.lock / params.yaml, imports).
 from __future__ import annotations
 
 import argparse
-import cProfile
 import io
 import json
 import os
