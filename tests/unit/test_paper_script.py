@@ -340,7 +340,7 @@ def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
         ROOT / "src" / "reprolab", src / "reprolab", ignore=shutil.ignore_patterns("__pycache__")
     )
     script = (
-        "from reprolab import paper; paper.preload(); import pathlib, sys; "
+        "from reprolab.results import paper; paper.preload(); import pathlib, sys; "
         "pathlib.Path(sys.argv[1]).write_text('raise RuntimeError(\"edited\")'); "
         "from reprolab.stages import report; print(report.write_views.__name__)"
     )
