@@ -119,10 +119,7 @@ def test_second_repro_does_nothing_and_metrics_show(reproduced):
     central = next(c for c in claims if c["central"] and c["headline"])
     value = central["measured"]["value"]
     assert set(head) == {
-        "reproduced",
-        "not_reproduced",
-        "inconclusive",
-        "out_of_reach",
+        *VERDICTS,  # the headline verdict counts, one per kind
         "central_claim",
         "central_verdict",
         *(["central_value"] if value == value else []),
