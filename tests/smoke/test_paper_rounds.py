@@ -68,7 +68,7 @@ def flow_run(paper_project) -> dict:
 
 
 def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project, flow_run):
-    from reprolab.results import ledger
+    from reprolab import ledger
 
     root, flow = paper_project, flow_run
     assert flow["state"] == "COMPLETED"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprolab.results import confirm, ledger
+from reprolab import ledger
+from reprolab.results import confirm
 from reprolab.results.paper import MethodRounds, PaperError, PaperRun
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprolab import registry
+from reprolab import ledger, registry
 from reprolab.core.machine import cpu, kernels
-from reprolab.results import ledger, scoreboard
+from reprolab.results import scoreboard
 from reprolab.results.paper import PaperError, PaperRun, compare_blocks, compare_replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -319,7 +319,7 @@ def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
         "results/paper.py",
         "results/scoreboard.py",
         "stages/report.py",
-        "results/ledger.py",
+        "ledger.py",
         "results/rounds.py",
         "results/confirm.py",
         "results/trail.py",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reprolab import registry
-from reprolab.results import ledger, scoreboard
+from reprolab import ledger, registry
+from reprolab.results import scoreboard
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUG = "ttba"

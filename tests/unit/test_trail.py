@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprolab import registry
-from reprolab.results import ledger, trail
+from reprolab import ledger, registry
+from reprolab.results import trail
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIM = "c"

@@ -5,7 +5,7 @@ is ``reprolab.core.claims``, ``reprolab.core.stats`` and ``reprolab.core.sequent
 the stages run it, so it sits below the stages with the rest of ``core``. This package
 runs and publishes: ``rounds`` (what a round decides), ``paper`` (``python -m reprolab
 paper``: the rounds in a scratch copy), ``probe`` (``python -m reprolab probe``),
-``ledger`` (the preregistration ledger), ``confirm`` (registered confirmatory runs),
+``confirm`` (registered confirmatory runs),
 ``reread`` (committed results under the current analysis), ``compare`` (two results
 folders), ``trail`` (every earlier verdict of a central claim) and ``scoreboard``.
 """

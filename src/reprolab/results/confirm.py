@@ -42,8 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reprolab import registry
-from reprolab.results import ledger
+from reprolab import ledger, registry
 
 #: the first seed a confirmatory run may use (below it: the exploratory seeds)
 FIRST_SEED = 1000

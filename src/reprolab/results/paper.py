@@ -9,7 +9,7 @@ preregistration ledger before them, commit-ready results into docs/results/ afte
 
 What a run does:
 
-1. **Ledger first** (:mod:`reprolab.results.ledger`): a claim with no ledger entry is registered;
+1. **Ledger first** (:mod:`reprolab.ledger`): a claim with no ledger entry is registered;
    one whose definition (or the paper-profile config) changed after it was registered
    stops the run unless ``--amend "why"`` is given, which records the amendment. Both
    are written before any compute.
@@ -65,11 +65,11 @@ from typing import Any
 
 import yaml
 
-from reprolab import registry
+from reprolab import ledger, registry
 from reprolab.core.claims import DECISIVE, opposite
 from reprolab.core.machine import machine
 from reprolab.ops import children, scratch, worker
-from reprolab.results import compare, ledger, rounds
+from reprolab.results import compare, rounds
 
 Log = Callable[[str], None]
 

@@ -20,10 +20,9 @@ import math
 import os
 from pathlib import Path
 
-from reprolab import registry
+from reprolab import ledger, registry
 from reprolab.contract import is_runtime_metric, seed_ranges
 from reprolab.core import claims as core_claims
-from reprolab.results import ledger
 
 HEADER = """# Results: one row per paper
 

@@ -188,7 +188,7 @@ def _changes(
     config change and the claim's amendment it caused, same date and commit, are one):
     ``{date, fields, reason, amended}``, oldest first. A registration of the claim
     (new, or under this id again) is listed too, as the field "registered"."""
-    from reprolab.results.ledger import _diff
+    from reprolab.ledger import _diff
 
     since = _utc(since) if since else None
     until = _utc(until) if until else None
@@ -244,7 +244,7 @@ def changes_between(
     """What the ledger records for ``claim_id`` or its method's config after
     ``since_date`` up to and including ``until_date`` (None: open), oldest first, as
     short lines: ``"2026-12-05: effect, config (method.epochs) (reason: ...)"``."""
-    from reprolab.results import ledger
+    from reprolab import ledger
 
     return [
         _describe(c) for c in _changes(ledger.read(root, slug), claim_id, since_date, until_date)
@@ -258,7 +258,7 @@ def entry(root: Path, slug: str, claim_id: str) -> dict:
     """The trail of one claim: its steps, each with the ledger's changes since the step
     before, and how many changes (amendments of the claim, config changes; one per
     ledger record) came after its first result."""
-    from reprolab.results import ledger
+    from reprolab import ledger
 
     entries = ledger.read(root, slug)
     steps = history(root, slug, claim_id)

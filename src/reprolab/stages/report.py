@@ -261,7 +261,7 @@ def _amendments(root: Path, slug: str) -> dict[str, tuple[str, str]]:
     A report shows the results of the definitions in force (a definition or config edit
     reruns evaluate), so every amendment it lists came before its results; whether the
     committed results predate an amendment is the scoreboard's "changed after results"."""
-    from reprolab.results import ledger
+    from reprolab import ledger
 
     out = {}
     for claim, entries in ledger.amendments(root, slug).items():
