@@ -232,18 +232,45 @@ def build_net(cfg: LiftGSConfig):
     return PointQueryNet(cfg.queries, cfg.hidden, cfg.knn, cfg.rounds)
 
 
-def finetune_plan(variant: str, cfg: LiftGSConfig) -> dict[str, np.ndarray | int]:
+#: the draw of the labelled scenes per seed (``finetune_draw: per_seed``) reads its own
+#: stream: the key keeps it apart from every other use of the unit's seed
+FINETUNE_DRAW_KEY = 4601
+
+
+def labelled_scenes(cfg: LiftGSConfig, seed: int | None = None) -> np.ndarray:
+    """The 2n training scenes of the fine-tuning arms, in draw order: the first n are the
+    labelled scenes of every arm, all 2n those of the 2n-scene baseline. ``last``: the
+    last 2n training scenes (the same for every seed); ``per_seed``: 2n distinct scenes
+    drawn uniformly from the ``n_train - 2N`` training scenes that no pretraining set
+    holds, from the unit's ``seed`` (the same seed draws the same scenes)."""
+    n2 = 2 * cfg.finetune_scenes
+    if cfg.finetune_draw == "last":
+        n = cfg.finetune_scenes
+        return np.concatenate(
+            [np.arange(cfg.n_train - n, cfg.n_train), np.arange(cfg.n_train - n2, cfg.n_train - n)]
+        )
+    if seed is None:
+        raise ValueError("finetune_draw: per_seed needs the unit's seed")
+    first = 2 * cfg.pretrain_scenes  # scenes [0, 2N) are pretraining scenes
+    rng = np.random.default_rng([FINETUNE_DRAW_KEY, int(seed)])
+    return first + rng.permutation(cfg.n_train - first)[:n2]
+
+
+def finetune_plan(
+    variant: str, cfg: LiftGSConfig, seed: int | None = None
+) -> dict[str, np.ndarray | int]:
     """Scenes and epochs of a pretrain-then-finetune variant. Pretraining reads the first
     N or 2N training scenes for the same number of scene visits (``pretrain_epochs`` x
     2N), so the arms differ in distinct unlabeled scenes, not in compute; fine-tuning
-    reads the last n (or 2n) training scenes, disjoint from every pretraining set, for
+    reads n (or 2n) training scenes disjoint from every pretraining set
+    (:func:`labelled_scenes`: the last ones, or drawn per ``seed``), for
     ``finetune_epochs`` x n scene visits."""
     k_pre, k_ft = FINETUNE[variant]
     n = cfg.finetune_scenes
     return {
         "pretrain": np.arange(k_pre * cfg.pretrain_scenes),
         "pretrain_epochs": cfg.pretrain_epochs * 2 // k_pre if k_pre else 0,
-        "finetune": np.arange(cfg.n_train - k_ft * n, cfg.n_train),
+        "finetune": np.sort(labelled_scenes(cfg, seed)[: k_ft * n]),
         "finetune_epochs": cfg.finetune_epochs // k_ft,
     }
 
@@ -288,7 +315,7 @@ def train_unit(
         return TrainedUnit(
             state=net.state_dict(), history=module.history, signals=val_signals(net, data)
         )
-    plan = finetune_plan(unit.variant, cfg)
+    plan = finetune_plan(unit.variant, cfg, unit.seed)
     history = []
     if len(plan["pretrain"]):
         pre = _fit(
@@ -317,7 +344,11 @@ def train_unit(
     )
     offset = len(history)
     history += [{**h, "epoch": h["epoch"] + offset} for h in ft.history]
-    return TrainedUnit(state=net.state_dict(), history=history, signals=val_signals(net, data))
+    # which training scene the seed labels (the first of the draw): a fact of the data
+    signals = {"labelled_scene": float(labelled_scenes(cfg, unit.seed)[0])}
+    return TrainedUnit(
+        state=net.state_dict(), history=history, signals={**signals, **val_signals(net, data)}
+    )
 
 
 def val_signals(net, data: dict) -> dict[str, float]:
