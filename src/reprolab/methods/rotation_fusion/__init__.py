@@ -22,6 +22,11 @@ MATCH_METRICS = (
     "rot_angle_deg",
 )
 
+#: the self-fusion gate of the endpoints units (``method.self_fusion_gate``): the max
+#: logit change of model ``a`` fused with a randomly permuted copy of itself, and whether
+#: it is within round-off (the premise of the fusion claims)
+GATE_METRICS = ("self_fusion_err", "self_fusion_ok")
+
 SPEC = MethodSpec(
     slug="rotation_fusion",
     title="Rotation symmetry for transformer fusion",
@@ -58,7 +63,15 @@ SPEC = MethodSpec(
         ),
     ),
     claims=CLAIMS,
-    metrics=("test_acc", "val_acc", "invariance_err", "test_acc_a", "test_acc_b", *MATCH_METRICS),
+    metrics=(
+        "test_acc",
+        "val_acc",
+        "invariance_err",
+        "test_acc_a",
+        "test_acc_b",
+        *MATCH_METRICS,
+        *GATE_METRICS,
+    ),
     assets=("images",),
     test_overrides={
         "dataset": "digits",

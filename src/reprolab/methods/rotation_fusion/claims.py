@@ -9,7 +9,7 @@ their intervals are read at the look of the sequential plan (``core.claims.Level
 alpha 0.05 two-sided overall. ``rotation_gt_perm_seeds`` is the central claim.
 """
 
-from reprolab.core.claims import Claim, PairedDifference, Threshold, Where
+from reprolab.core.claims import Claim, PairedDifference, Premise, Threshold, Where
 
 _SETTING = (
     "ViT / RoBERTa / DeBERTa / T5 fusion (Emotion, NER, GLUE), simple averaging with and "
@@ -24,6 +24,27 @@ _GAIN_EFFECT = 0.01
 _GAIN_BASIS = (
     "margin: one accuracy point (0.01 on the 0-1 test-accuracy scale); no gain size is "
     "given in the abstract or card"
+)
+
+#: the sanity gate of every fusion claim, blind to accuracy (``method.self_fusion_gate``):
+#: a model fused with a permuted copy of itself (residual stream, heads, MLPs; the
+#: residual stream in the ``seeds`` regime only) must be the model, in every unit
+SELF_FUSION = Premise(
+    statement=(
+        "each matched fusion (perm, rotation) of model A with a randomly permuted copy of "
+        "itself gives back A's logits (max change <= 1e-4) in every unit of the seed"
+    ),
+    variant="endpoints",
+    metric="self_fusion_ok",
+    at_least=1.0,
+)
+
+#: the replicate of the ``seeds``-regime claims: the pair (``method.model_seeds``)
+PAIR_REASON = (
+    "each pair of the seeds regime is its own two trainings: models a and b get seeds "
+    "1000 s + 10 k and 1000 s + 10 k + 1 (run seed s, pair slot k < 10), so no model, "
+    "initialisation or batch order is shared between pairs; on the fixed data and split "
+    "(the claim is about this task) the pairs are independent by construction"
 )
 
 CLAIMS = (
@@ -56,6 +77,9 @@ CLAIMS = (
             effect_basis=_GAIN_BASIS,
             source="card",
             central=regime == "seeds",
+            unit="pair" if regime == "seeds" else "",
+            unit_reason=PAIR_REASON if regime == "seeds" else "",
+            premise=SELF_FUSION,
         )
         for regime, what in (
             ("seeds", "models from different seeds"),
@@ -73,6 +97,9 @@ CLAIMS = (
             effect=_GAIN_EFFECT,
             effect_basis=_GAIN_BASIS,
             source="card",
+            unit="pair" if regime == "seeds" else "",
+            unit_reason=PAIR_REASON if regime == "seeds" else "",
+            premise=SELF_FUSION,
         )
         for regime, what in (
             ("seeds", "models from different seeds"),

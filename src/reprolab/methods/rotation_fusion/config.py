@@ -72,6 +72,11 @@ class RotationFusionConfig(MethodConfig, DataSeed, OptimConfig):
     #: transport of the residual stream for ViTs (fuse_pi_vit_cifar10.yaml:56-66); none
     #: for the fine-tuned language models
     resid_match: Literal["none", "permutation"] = "none"
+    #: the regimes whose ``perm`` / ``rotation`` fusions get ``resid_match`` (the setting
+    #: before this key: both). Reference: the residual stream is transported for ViTs
+    #: trained apart (``seeds``), not for fine-tunes of one pretrained model, which share
+    #: its basis (``finetune``)
+    resid_regimes: list[Regime] = ["seeds", "finetune"]
     #: fusion weight of the headline fusions (weight on model B)
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)
     #: weights of the interpolation sweep (every fusion, every precision)

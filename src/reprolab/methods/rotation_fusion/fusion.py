@@ -229,6 +229,15 @@ def match_residual(ref: nn.Module, other: nn.Module) -> nn.Module:
     return out
 
 
+def aligned(a: nn.Module, b: nn.Module, how: str, resid: bool = False) -> nn.Module:
+    """``b`` as fusion ``how`` (a key of :data:`FUSIONS`) averages it with ``a``: with
+    ``resid`` its residual stream permuted onto ``a``'s first (:func:`match_residual`;
+    never for ``average``, which stays plain averaging), then its heads and MLPs matched
+    (:func:`align`). The same function as ``b``."""
+    other = match_residual(a, b) if resid and how != "average" else b
+    return align(a, other, *FUSIONS[how])
+
+
 @torch.no_grad()
 def interpolate(a: nn.Module, b: nn.Module, alpha: float) -> nn.Module:
     """``(1 - alpha) a + alpha b``, parameter by parameter."""
@@ -243,11 +252,11 @@ def interpolate(a: nn.Module, b: nn.Module, alpha: float) -> nn.Module:
     return out
 
 
-def fuse(a: nn.Module, b: nn.Module, alpha: float, how: str) -> nn.Module:
+def fuse(a: nn.Module, b: nn.Module, alpha: float, how: str, resid: bool = False) -> nn.Module:
     """Fusion ``how`` (a key of :data:`FUSIONS`) of ``a`` and ``b`` with weight ``alpha``
-    on ``b`` (``alpha=0``: ``a``; ``alpha=1``: ``b`` aligned to ``a``)."""
-    attn, ffn = FUSIONS[how]
-    return interpolate(a, align(a, b, attn, ffn), alpha).eval()
+    on ``b`` (``alpha=0``: ``a``; ``alpha=1``: ``b`` aligned to ``a``, its residual
+    stream first with ``resid``)."""
+    return interpolate(a, aligned(a, b, how, resid), alpha).eval()
 
 
 def random_orthogonal(n: int, generator: torch.Generator) -> torch.Tensor:
@@ -274,6 +283,52 @@ def random_symmetry(
             hidden = block.mlp[0].out_features
             permute_mlp(block.mlp, torch.randperm(hidden, generator=generator))
     return out
+
+
+@torch.no_grad()
+def random_permuted_copy(model: nn.Module, generator: torch.Generator, resid: bool) -> nn.Module:
+    """A copy of ``model`` moved by random permutations only: of the residual stream
+    (with ``resid``; :func:`permute_residual`), of each head's coordinates (one for
+    Q/K, one for V/O; a permutation matrix is also a rotation) and of every MLP's hidden
+    units. The same function as ``model``."""
+    out = copy.deepcopy(model)
+    if resid:
+        permute_residual(out, torch.randperm(out.embed.proj.out_features, generator=generator))
+    for block in out.blocks:
+        a = block.attn
+        eye = torch.eye(a.head_dim)
+        for h in range(a.heads):
+            qk = eye[torch.randperm(a.head_dim, generator=generator)]
+            vo = eye[torch.randperm(a.head_dim, generator=generator)]
+            transform_head(a, h, qk, vo)
+        permute_mlp(block.mlp, torch.randperm(block.mlp[0].out_features, generator=generator))
+    return out
+
+
+#: fusions that match (the self-fusion gate's subjects; ``average`` does not match)
+MATCHED = ("perm", "rotation")
+
+
+@torch.no_grad()
+def self_fusion_err(
+    model: nn.Module,
+    x: torch.Tensor,
+    generator: torch.Generator,
+    permute_resid: bool,
+    resid: bool,
+    alpha: float = 0.5,
+) -> float:
+    """The sanity gate of the matched fusions: the max absolute logit change on ``x``
+    between ``model`` and its fusion (weight ``alpha``) with a randomly permuted copy of
+    itself (:func:`random_permuted_copy`, the residual stream permuted with
+    ``permute_resid``), over every fusion of :data:`MATCHED` (residual matching with
+    ``resid``). A matching that undoes the permutations gives back ``model`` (~1e-6,
+    float rounding); one that misses the residual permutation does not."""
+    twin = random_permuted_copy(model, generator, permute_resid)
+    ref = model(x)
+    return max(
+        float((fuse(model, twin, alpha, how, resid)(x) - ref).abs().max()) for how in MATCHED
+    )
 
 
 @torch.no_grad()

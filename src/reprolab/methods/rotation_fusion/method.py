@@ -88,7 +88,55 @@ def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
 
 
 def _pair_seed(unit: Unit) -> int:
+    """The pair's first seed: ``1000 seed + 10 pair`` (``pair`` < 10, ``seed`` >= 0)."""
     return 1000 * int(unit.seed) + 10 * int(unit.param["pair"])
+
+
+def model_seeds(unit: Unit) -> dict[str, int]:
+    """The seed of each model a unit trains (its initialisation and batch order): in
+    the ``seeds`` regime ``a`` and ``b`` get the pair's first seed and the next; in
+    ``finetune`` the base gets the first, the fine-tunes the next two. The seeds of two
+    pairs (another slot or another run seed) are disjoint, so within a regime no model
+    is shared between pairs: each pair is its own two (three) trainings, independent by
+    construction on the fixed data."""
+    s = _pair_seed(unit)
+    if unit.param["regime"] == "seeds":
+        return {"a": s, "b": s + 1}
+    return {"base": s, "a": s + 1, "b": s + 2}
+
+
+#: the self-fusion gate passes when the fused model's logits are within this of the
+#: model's (the invariance claim's bound: float32 round-off is ~1e-6)
+SELF_FUSION_TOL = 1e-4
+#: whether the gate's permuted copy permutes the residual stream, per regime: models
+#: trained apart share no basis of the residual stream (``seeds``); fine-tunes of one
+#: base share its basis (``finetune``), so no residual permutation separates them
+GATE_PERMUTES_RESID = {"seeds": True, "finetune": False}
+
+
+def resid_on(cfg: RotationFusionConfig, regime: str) -> bool:
+    """Whether the regime's matched fusions permute the residual stream first."""
+    return cfg.resid_match == "permutation" and regime in cfg.resid_regimes
+
+
+def self_fusion_gate(cfg: RotationFusionConfig, unit: Unit, net, data: dict) -> dict[str, float]:
+    """The premise of the fusion claims, blind to every accuracy: ``net`` fused (weight
+    ``alpha``) with a randomly permuted copy of itself, by each matched fusion of the
+    regime as configured, must give back ``net``'s logits on the first
+    ``invariance_rows`` validation inputs (no labels read). ``self_fusion_err``: the max
+    absolute logit change (``fusion.self_fusion_err``); ``self_fusion_ok``: 1.0 when it
+    is within :data:`SELF_FUSION_TOL`, else 0.0."""
+    import torch
+
+    from reprolab.methods.rotation_fusion import fusion
+
+    regime = unit.param["regime"]
+    x = datasets.part_tensors(data, "val")[0][: cfg.invariance_rows]
+    gen = torch.Generator().manual_seed(_pair_seed(unit) + 11)
+    err = fusion.self_fusion_err(
+        net, x, gen, GATE_PERMUTES_RESID[regime], resid_on(cfg, regime), cfg.alpha
+    )
+    return {"self_fusion_err": err, "self_fusion_ok": float(err <= SELF_FUSION_TOL)}
 
 
 def image_side(data: dict) -> int:
@@ -139,12 +187,12 @@ def train_unit(
     cfg = run.cfg
     x_tr, y_tr = datasets.part_tensors(data, "train")
     val = datasets.part_tensors(data, "val")
-    side, seed = image_side(data), _pair_seed(unit)
+    side, seed, seeds = image_side(data), _pair_seed(unit), model_seeds(unit)
     history: list[dict] = []
     if unit.param["regime"] == "seeds":
         nets = {}
-        for i, name in enumerate(("a", "b")):
-            torch.manual_seed(seed + i)  # a different initialisation per endpoint
+        for name in ("a", "b"):
+            torch.manual_seed(seeds[name])  # a different initialisation per endpoint
             nets[name] = build_net(cfg, side)
             history += _fit(
                 nets[name],
@@ -153,7 +201,7 @@ def train_unit(
                 val,
                 cfg.lr,
                 cfg.epochs,
-                seed + i,
+                seeds[name],
                 resume_dir / name,
                 MODEL_CODES[name],
                 cfg.batch_size,
@@ -166,7 +214,7 @@ def train_unit(
             val_base = datasets.part_tensors(data, "base_val")
         else:
             x_base, y_base, val_base = x_tr, y_tr, val
-        torch.manual_seed(seed)
+        torch.manual_seed(seeds["base"])
         base = build_net(cfg, side)
         history += _fit(
             base,
@@ -175,7 +223,7 @@ def train_unit(
             val_base,
             cfg.lr,
             cfg.epochs,
-            seed,
+            seeds["base"],
             resume_dir / "base",
             MODEL_CODES["base"],
             cfg.batch_size,
@@ -185,7 +233,7 @@ def train_unit(
         rows = finetune_subsets(y_tr.numpy(), cfg.finetune_skew, seed, cfg.finetune_rows)
         batch = cfg.finetune_batch_size or cfg.batch_size
         nets = {}
-        for i, (name, idx) in enumerate(zip(("a", "b"), rows, strict=True)):
+        for name, idx in zip(("a", "b"), rows, strict=True):
             nets[name] = copy.deepcopy(base)
             idx_t = torch.from_numpy(idx)
             history += _fit(
@@ -195,7 +243,7 @@ def train_unit(
                 val,
                 cfg.finetune_lr,
                 cfg.finetune_epochs,
-                seed + 1 + i,
+                seeds[name],
                 resume_dir / name,
                 MODEL_CODES[name],
                 batch,
@@ -211,7 +259,11 @@ def train_unit(
     }
     # how far apart the endpoints ended (and, with a base, how far each moved from it):
     # a property of the weights, which a probe reads before any evaluation
-    signals = matching_stats(cfg, {n: net.eval() for n, net in nets.items()})
+    nets = {n: net.eval() for n, net in nets.items()}
+    signals = {
+        **matching_stats(cfg, nets, unit.param["regime"]),
+        **self_fusion_gate(cfg, unit, nets["a"], data),
+    }
     return TrainedUnit(state=state, history=history, signals=signals)
 
 
@@ -261,14 +313,15 @@ def endpoints(cfg: RotationFusionConfig, data: dict, state: dict, base: bool = F
     return {n: restore_module(build_net(cfg, side), state, prefix=f"{n}.") for n in names}
 
 
-def matching_stats(cfg: RotationFusionConfig, nets: dict) -> dict[str, float]:
+def matching_stats(cfg: RotationFusionConfig, nets: dict, regime: str) -> dict[str, float]:
     """``fusion.match_stats`` of ``b`` matched to ``a`` (``MATCH_METRICS`` of the spec, and
-    ``resid_fixed_frac`` with ``resid_match``); with a saved base, how far each fine-tune
-    moved from it: ``dist_a_base_rel``, ``dist_b_base_rel`` (weight distance over the
-    base's weight norm; the fine-tunes share the base's basis, so no matching)."""
+    ``resid_fixed_frac`` where the regime's fusions match the residual stream,
+    :func:`resid_on`); with a saved base, how far each fine-tune moved from it:
+    ``dist_a_base_rel``, ``dist_b_base_rel`` (weight distance over the base's weight
+    norm; the fine-tunes share the base's basis, so no matching)."""
     from reprolab.methods.rotation_fusion import fusion
 
-    stats = fusion.match_stats(nets["a"], nets["b"], resid=cfg.resid_match == "permutation")
+    stats = fusion.match_stats(nets["a"], nets["b"], resid=resid_on(cfg, regime))
     if "base" in nets:
         norm = fusion.weight_norm(nets["base"])
         for n in ("a", "b"):
@@ -282,22 +335,20 @@ def restore(run: Run, unit: Unit, data: dict, state: dict):
     from reprolab.methods.rotation_fusion import fusion
 
     cfg = run.cfg
-    nets = endpoints(cfg, data, state, base=True)
-    stats = matching_stats(cfg, nets)
+    regime = unit.param["regime"]
+    nets = {n: net.eval() for n, net in endpoints(cfg, data, state, base=True).items()}
+    stats = {
+        **matching_stats(cfg, nets, regime),
+        **self_fusion_gate(cfg, unit, nets["a"], data),
+    }
     nets.pop("base", None)
     alphas = sweep_alphas(cfg)
     members = dict(nets)
     gen = torch.Generator().manual_seed(_pair_seed(unit) + 7)
     members["a_rot"] = fusion.random_symmetry(nets["a"], gen).eval()
-    # the residual permutation (if any) is shared by both matched fusions
-    b_resid = (
-        fusion.match_residual(nets["a"], nets["b"])
-        if cfg.resid_match == "permutation"
-        else nets["b"]
-    )
     for how in FUSION_VARIANTS:
-        other = nets["b"] if how == "average" else b_resid
-        aligned = fusion.align(nets["a"], other, *fusion.FUSIONS[how])
+        # the residual permutation (where on) is the same for both matched fusions
+        aligned = fusion.aligned(nets["a"], nets["b"], how, resid_on(cfg, regime))
         for i, alpha in enumerate(alphas):
             members[f"{how}_{i}"] = fusion.interpolate(nets["a"], aligned, alpha).eval()
     return _bundle_class()(members, alphas, stats).eval()
