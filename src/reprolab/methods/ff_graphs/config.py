@@ -28,6 +28,13 @@ class FFGraphsConfig(MethodConfig, DataSeed, OptimConfig):
     train_families: list[Family] = Field(
         default=["line", "full", "window", "dilated"], min_length=1
     )
+    #: graph variants trained beside each family's default graph: family -> the values of
+    #: its parameter ``g`` (window width, dilated base, random in-degree, number of
+    #: searched offsets; ``graphs.PARAMETER``), read by the joint fidelity-mixing test
+    graph_params: dict[Family, list[int]] = Field(default={})
+    #: the models are trained on the run's first ``train_seeds`` seeds (None: all); the
+    #: metric units use every seed
+    train_seeds: int | None = Field(default=None, ge=1)
     tasks: list[TaskName] = prepare_field(["first_token"], min_length=1)
     train_len: int = prepare_field(32, ge=4)
     test_lens: list[int] = prepare_field([64, 128], min_length=1)

@@ -64,9 +64,15 @@ def offsets_graph(n: int, offsets) -> np.ndarray:
     return adj
 
 
-def dilated(n: int) -> np.ndarray:
-    """Power-of-two (dilated) graph: j -> i when i - j is a power of two."""
-    return offsets_graph(n, [2**k for k in range(int(math.log2(n - 1)) + 1)] if n > 2 else [1])
+def dilated(n: int, base: int = 2) -> np.ndarray:
+    """Dilated graph: j -> i when i - j is a power of ``base`` (2: the power-of-two graph)."""
+    if base < 2:
+        raise ValueError(f"a dilated graph needs base >= 2, got {base}")
+    offsets, d = [], 1
+    while d < n:
+        offsets.append(d)
+        d *= base
+    return offsets_graph(n, offsets)
 
 
 def budget(n: int) -> int:
@@ -74,12 +80,15 @@ def budget(n: int) -> int:
     return max(1, math.ceil(math.log2(n)))
 
 
-def random_budgeted(n: int, seed: int) -> np.ndarray:
-    """Budgeted random: node i reads i - 1 and ``budget(n) - 1`` further predecessors drawn
-    uniformly without replacement (in-degree min(i, budget(n)))."""
+def random_budgeted(n: int, seed: int, degree: int | None = None) -> np.ndarray:
+    """Budgeted random: node i reads i - 1 and ``degree - 1`` further predecessors drawn
+    uniformly without replacement (in-degree min(i, degree)); ``degree`` None: the
+    dilated graph's, ``budget(n)``."""
+    if degree is not None and degree < 1:
+        raise ValueError(f"a budgeted random graph needs in-degree >= 1, got {degree}")
     rng = np.random.default_rng([seed, n])
     adj = line(n)
-    k = budget(n) - 1
+    k = (budget(n) if degree is None else degree) - 1
     for i in range(2, n):
         pool = np.arange(i - 1)
         pick = rng.choice(pool, size=min(k, len(pool)), replace=False)
@@ -87,21 +96,41 @@ def random_budgeted(n: int, seed: int) -> np.ndarray:
     return adj
 
 
-def build(family: str, n: int, seed: int | None = None, w: int = 4, searched=()) -> np.ndarray:
+#: what a graph variant's parameter ``g`` sets in each family that has one (the
+#: searched family's is the number of offsets its search looks for: see ``method.graph``)
+PARAMETER = {
+    "window": "width w",
+    "dilated": "base b (offsets b^k)",
+    "random": "in-degree budget",
+    "searched": "number of searched offsets k",
+}
+
+
+def build(
+    family: str,
+    n: int,
+    seed: int | None = None,
+    w: int = 4,
+    searched=(),
+    g: int | None = None,
+) -> np.ndarray:
     """The graph of ``family`` on n nodes; ``searched``: fractional offsets of the searched
-    family (see ``search``)."""
+    family (see ``search``); ``g``: the variant's parameter (:data:`PARAMETER`; None: the
+    family's default graph)."""
+    if g is not None and family not in PARAMETER:
+        raise ValueError(f"the {family} family has no parameter (got g = {g})")
     if family == "line":
         return line(n)
     if family == "full":
         return full(n)
     if family == "window":
-        return window(n, w)
+        return window(n, w if g is None else g)
     if family == "dilated":
-        return dilated(n)
+        return dilated(n, 2 if g is None else g)
     if family == "random":
         if seed is None:
             raise ValueError("the random family needs a seed")
-        return random_budgeted(n, seed)
+        return random_budgeted(n, seed, g)
     if family == "searched":
         return offsets_graph(n, scaled_offsets(searched, n))
     raise ValueError(f"unknown graph family {family!r}: one of {', '.join(FAMILIES)}")

@@ -63,18 +63,37 @@ def searched_fractions(
     return tuple(graphs.search(sizes, k, trials, seed, eps))
 
 
-def graph(cfg: FFGraphsConfig, family: str, n: int, seed: int | None) -> np.ndarray:
+def graph(
+    cfg: FFGraphsConfig, family: str, n: int, seed: int | None, g: int | None = None
+) -> np.ndarray:
+    """The graph of ``family`` on n nodes; ``g``: a graph variant's parameter
+    (``graphs.PARAMETER``; the searched family's number of offsets), None: the default."""
     fr = ()
     if family == "searched":
-        fr = searched_fractions(
-            seed, cfg.search_offsets, cfg.search_trials, tuple(cfg.search_sizes), cfg.eps
-        )
-    return graphs.build(family, n, seed=seed, w=cfg.window, searched=fr)
+        k = cfg.search_offsets if g is None else int(g)
+        fr = searched_fractions(seed, k, cfg.search_trials, tuple(cfg.search_sizes), cfg.eps)
+        g = None
+    return graphs.build(family, n, seed=seed, w=cfg.window, searched=fr, g=g)
+
+
+def unit_g(unit: Unit) -> int | None:
+    """A trained unit's graph-variant parameter (None: its family's default graph)."""
+    g = unit.param.get("g")
+    return None if g is None else int(g)
+
+
+def train_seeds(run: Run) -> list[int]:
+    """The seeds the models are trained on: the run's first ``cfg.train_seeds`` (all of
+    them when None); the metric units use every seed."""
+    seeds = list(run.seeds)
+    return seeds if run.cfg.train_seeds is None else seeds[: run.cfg.train_seeds]
 
 
 def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
     """The metric units of every family and size (one per seed for the seeded
-    families, else seed-free), then the models of the trained families on every task."""
+    families, else seed-free), then the models of the trained families on every task: the
+    family's default graph and each graph variant of ``cfg.graph_params`` (unit parameter
+    ``g``), on the training seeds (:func:`train_seeds`)."""
     cfg, seeds, families = run.cfg, run.seeds, run.variants
     out = []
     for fam in families:
@@ -83,10 +102,13 @@ def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
                 out += [Unit(metric_task(n), fam, s, {"n": n}) for s in seeds]
             else:
                 out.append(Unit(metric_task(n), fam, None, {"n": n}))
+    trained = train_seeds(run)
     for task in sorted(t for t in tasks if not is_metric_task(t)):
         for fam in families:
             if fam in cfg.train_families:
-                out += [Unit(task, fam, s) for s in seeds]
+                out += [Unit(task, fam, s) for s in trained]
+                for g in cfg.graph_params.get(fam, []):
+                    out += [Unit(task, fam, s, {"g": g}) for s in trained]
     return out
 
 
@@ -118,7 +140,9 @@ def _build_model(cfg: FFGraphsConfig, unit: Unit):
 
         def mask(self, length: int) -> torch.Tensor:
             if length not in self._masks:
-                self._masks[length] = dag_mask(graph(cfg, unit.variant, length, unit.seed))
+                self._masks[length] = dag_mask(
+                    graph(cfg, unit.variant, length, unit.seed, unit_g(unit))
+                )
             return self._masks[length]
 
         def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -218,7 +242,8 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
         return {k: float(v) for k, v in zip(METRIC_NAMES, model.values.tolist(), strict=True)}
     cfg = run.cfg
     # the metrics of the graph the model runs on out of distribution (largest test length)
-    out = graphs.metrics(graph(cfg, unit.variant, max(cfg.test_lens), unit.seed), cfg.eps)
+    big = max(cfg.test_lens)
+    out = graphs.metrics(graph(cfg, unit.variant, big, unit.seed, unit_g(unit)), cfg.eps)
     out["id_acc"] = _accuracy(model, data["x_test"], data["y_test"])
     ood = []
     for length in cfg.test_lens:
