@@ -51,6 +51,8 @@ SPEC = MethodSpec(
     test_overrides={
         "homophilies": [0.2, 0.8],
         "nodes": 60,
+        "communities": 2,
+        "bandpass_degree": 4.0,
         "features": 4,
         "hidden": 8,
         "spec_dim": 4,

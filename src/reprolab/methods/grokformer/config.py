@@ -3,6 +3,8 @@
 Two task families, each task one prepared dataset:
 - ``csbm_h<h>_d<d>``: node classification on a contextual SBM at requested edge homophily
   h, graph draw d (unit parameters ``homophily`` and ``draw``);
+- ``bandpass_d<d>``: node classification on a band-pass CSBM (graphs.bandpass_csbm),
+  graph draw d (unit parameters ``spectrum: bandpass`` and ``draw``);
 - ``filter_<response>``: fitting a known spectral response on signals on a 2D grid (unit
   parameter ``response``).
 """
@@ -26,6 +28,24 @@ def csbm_task(h: float, draw: int) -> str:
     return f"csbm_h{h:.2f}_d{draw}"
 
 
+def bandpass_task(draw: int) -> str:
+    return f"bandpass_d{draw}"
+
+
+def count_test_nodes(nodes: int, classes: int, split: list[float]) -> int:
+    """Test nodes per graph (graphs.split's rounding, on the nodes a CSBM draws)."""
+    n = (nodes // classes) * classes
+    a = int(round(split[0] * n))
+    return n - (a + int(round(split[1] * n)))
+
+
+def resolves_effect(nodes: int, classes: int, split: list[float], effect: float) -> bool:
+    """The test-set size rule: one test node (1 / n_test of accuracy) is smaller than
+    the smallest effect that matters, so an effect of that size is not a one-node
+    artefact of the test set."""
+    return 1.0 / count_test_nodes(nodes, classes, split) < effect
+
+
 def filter_task(response: str) -> str:
     return f"filter_{response}"
 
@@ -42,6 +62,17 @@ class GrokFormerConfig(MethodConfig, DataSeed):
     #: norm of the class means (noise is N(0, I)): how informative features are alone
     separation: float = prepare_field(1.0, ge=0)
     split: Split = Field(default=[0.6, 0.2, 0.2])
+    # -- band-pass CSBM (graphs.bandpass_csbm): C classes crossed with label-free
+    # communities; the labels on Laplacian eigenvalue 1 - s, the nuisance on s
+    #: band-pass graph draws (a unit parameter; 0: no band-pass task)
+    bandpass_draws: int = prepare_field(1, ge=0, le=20)
+    #: label-free communities K (feature offsets of norm ``nuisance``)
+    communities: int = prepare_field(10, ge=2)
+    bandpass_degree: float = prepare_field(24.0, gt=0)
+    #: s: the share of a node's expected degree inside its class (the rest inside its
+    #: community); s < 1/2 puts the class band (1 - s) above the nuisance band (s)
+    class_share: float = prepare_field(0.3, gt=0, lt=0.5)
+    nuisance: float = prepare_field(2.0, ge=0)
     # -- models
     #: width of every node model's hidden layer (GrokFormer's encoder too, unless
     #: ``grok_hidden`` is set)
@@ -96,6 +127,8 @@ class GrokFormerConfig(MethodConfig, DataSeed):
         for h in self.homophilies:
             for d in range(self.draws):
                 out[csbm_task(h, d)] = {"homophily": float(h), "draw": d}
+        for d in range(self.bandpass_draws):
+            out[bandpass_task(d)] = {"spectrum": "bandpass", "draw": d}
         for r in self.responses:
             out[filter_task(r)] = {"response": r}
         return out
@@ -104,9 +137,14 @@ class GrokFormerConfig(MethodConfig, DataSeed):
 PROFILE_DEFAULTS = {
     "smoke": {},
     "paper": {
-        "homophilies": [0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9],
+        # every graph above the Kesten-Stigum bound (graphs.ks_ratio >= 1 at degree 20,
+        # C = 3: h <= 0.19 or h >= 0.48); the premise checks the realised graphs
+        "homophilies": [0.05, 0.1, 0.15, 0.7, 0.8, 0.9],
         "draws": 2,
-        "nodes": 300,
+        "degree": 20.0,
+        # 120 test nodes per graph (60/20/20): one node 0.0083 < the 0.01 effect
+        "nodes": 600,
+        "bandpass_draws": 5,
         "responses": ["low", "high", "band", "reject", "comb"],
         "grid_side": 16,
         "filter_images": 16,

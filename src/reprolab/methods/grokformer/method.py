@@ -1,6 +1,7 @@
 """grokformer hooks for the pipeline stages (see reprolab.contract.MethodHooks).
 
-prepare draws every CSBM graph (one per requested homophily and graph draw) and the 2D
+prepare draws every CSBM graph (one per requested homophily and graph draw, and one per
+band-pass draw), records each graph's realised Kesten-Stigum ratio (the premise), and the 2D
 grid of the filter-fitting task, and computes each graph's normalized-Laplacian
 eigendecomposition once. A node unit (task, variant, seed) splits the nodes with its
 seed and trains one classifier full batch (all ``epochs``, or until the validation loss
@@ -38,22 +39,30 @@ HELD_OUT = 100_003
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     cfg = run.cfg
     tasks: dict[str, dict[str, np.ndarray]] = {}
-    meta: dict = {"sizes": {}, "realised_homophily": {}}
+    meta: dict = {"sizes": {}, "realised_homophily": {}, "graph_signal": {}}
     f32 = np.float32
     for name, p in cfg.tasks().items():
-        if "homophily" in p:
-            seed = int(
-                np.random.default_rng(
-                    [cfg.data_seed, round(1000 * p["homophily"]), p["draw"]]
-                ).integers(2**31)
-            )
-            g = graphs.csbm(
-                cfg.nodes, cfg.classes, cfg.features, p["homophily"], cfg.degree,
-                cfg.separation, seed,
-            )  # fmt: skip
+        if "homophily" in p or "spectrum" in p:
+            if "homophily" in p:
+                seed = int(
+                    np.random.default_rng(
+                        [cfg.data_seed, round(1000 * p["homophily"]), p["draw"]]
+                    ).integers(2**31)
+                )
+                g = graphs.csbm(
+                    cfg.nodes, cfg.classes, cfg.features, p["homophily"], cfg.degree,
+                    cfg.separation, seed,
+                )  # fmt: skip
+            else:  # the band-pass CSBM: its own seed stream (no homophily in it)
+                seed = int(np.random.default_rng([cfg.data_seed, 7_777, p["draw"]]).integers(2**31))
+                g = graphs.bandpass_csbm(
+                    cfg.nodes, cfg.classes, cfg.communities, cfg.features,
+                    cfg.bandpass_degree, cfg.class_share, cfg.separation, cfg.nuisance, seed,
+                )  # fmt: skip
             n = len(g["y"])
             lam, u = graphs.eigendecomposition(g["edge_index"], n)
             realised = graphs.edge_homophily(g["edge_index"], g["y"])
+            signal = graphs.graph_signal(g["edge_index"], g["y"])
             tasks[name] = {
                 "x": g["x"].astype(f32),
                 "y": g["y"].astype(np.int64),
@@ -61,8 +70,10 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
                 "evals": lam.astype(f32),
                 "evecs": u.astype(f32),
                 "realised_homophily": np.array([realised]),
+                "graph_signal": np.array([signal]),
             }
             meta["realised_homophily"][name] = realised
+            meta["graph_signal"][name] = signal
         else:
             side = cfg.grid_side
             edges = graphs.grid_edges(side)
@@ -284,6 +295,21 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
         "acc": float(np.mean(pred[test] == y[test])),
         "val_acc": float(np.mean(pred[val] == y[val])),
         "realised_homophily": float(np.asarray(data["realised_homophily"])[0]),
+        **graph_premise(data),
+    }
+
+
+def graph_premise(data: dict) -> dict[str, float]:
+    """The graph's premise metrics, from the generated graph and its labels only (never
+    a model's accuracy): ``graph_signal`` (graphs.graph_signal, the realised
+    Kesten-Stigum ratio) and ``graph_signal_ok`` (1 when it is at least
+    graphs.SIGNAL_THRESHOLD). Graphs prepared before the premise existed: nothing."""
+    if "graph_signal" not in data:
+        return {}
+    signal = float(np.asarray(data["graph_signal"])[0])
+    return {
+        "graph_signal": signal,
+        "graph_signal_ok": float(signal >= graphs.SIGNAL_THRESHOLD),
     }
 
 
