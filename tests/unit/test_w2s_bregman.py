@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
 from reprolab import config
 from reprolab.methods.w2s_bregman import claims
+from reprolab.methods.w2s_bregman.config import HEADS
 from reprolab.methods.w2s_bregman.method import make_task
 from reprolab.methods.w2s_bregman.net import (
     MixtureHeads,
@@ -157,23 +158,68 @@ def _table(values: dict[str, list[float]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "variant", "seed", "precision", "metric", "value"])
 
 
-def test_claim_rules_give_each_verdict():
-    assert claims.eps_k(4) == pytest.approx(0.02) and claims.eps_k(1) == pytest.approx(0.04)
+def test_every_bound_is_the_inequality_itself():
+    """Amendment of 2026-12-07: no tolerance of ours; gain - misfit against 0, the
+    convex (the paper's theorem) class central."""
     by_id = {c.id: c for c in claims.CLAIMS}
-    table = _table(
-        {
-            "k1": [-0.11, -0.1, -0.09, -0.1],
-            "k8": [0.001, -0.001, 0.002, 0.0],
-            "convex": [-0.1, 0.1, -0.2, 0.2],
-        }
-    )
-    verdict = {
-        i: c.evaluate(table, "fp32", "paper")["verdict"]
-        for i, c in by_id.items()
-        if c.metric == "gain_minus_misfit"
+    assert [c.id for c in claims.CLAIMS if c.central] == ["convex_projection"]
+    for c in claims.CLAIMS:
+        bound = getattr(c.check, "bound", getattr(c.check, "margin", None))
+        assert bound == 0.0, c.id
+    assert by_id["gap_not_growing"].check.method == "k8"
+    assert by_id["gap_not_growing"].check.baseline == "k1"
+
+
+def _reference(values: np.ndarray, effect: float) -> tuple[float, float, str]:
+    """The claim's rule written out with scipy: the 95% t-interval of the seed means
+    against 0, sized against the smallest effect that matters."""
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+    if low > 0:
+        verdict = "reproduced" if low > effect else "reproduced_smaller" if high < effect else ""
+        return low, high, verdict or "inconclusive"
+    if high < 0:
+        return low, high, "not_reproduced"
+    if -effect < low and high < effect:
+        return low, high, "no_effect"
+    return low, high, "inconclusive"
+
+
+def test_claim_rules_decide_against_zero_as_scipy():
+    values = {
+        "convex": [0.0010, -0.0010, 0.0005, -0.0005, 0.0002],  # gain = misfit: no_effect
+        "k1": [-0.011, -0.010, -0.009, -0.010, -0.012],  # above the old -0.04, below 0
+        "k2": [-0.1, 0.1, -0.2, 0.2, 0.05],  # wide: inconclusive
+        "k4": [0.030, 0.031, 0.029, 0.030, 0.032],  # clears 0 and the 0.01 effect
+        "k8": [0.004, 0.005, 0.006, 0.005, 0.004],  # above 0, below the 0.01 effect
     }
-    assert verdict["gain_ge_misfit_k1"] == "not_reproduced"
-    assert verdict["gain_ge_misfit_k8"] == "reproduced"
-    assert verdict["convex_projection"] == "inconclusive"
-    assert verdict["gap_not_growing"] == "reproduced"  # k8 - k1 = +0.1
-    assert verdict["gain_ge_misfit_k2"] == "inconclusive"  # k2 not trained
+    table = _table(values)
+    want = {
+        "convex_projection": ("convex", claims.CONVEX_EFFECT),
+        **{f"gain_ge_misfit_k{k}": (v, claims.K_EFFECT) for v, k in HEADS.items()},
+    }
+    got_verdicts = set()
+    for c in claims.CLAIMS:
+        if c.metric != "gain_minus_misfit":
+            continue
+        result = c.evaluate(table, "fp32", "paper")
+        if c.id == "gap_not_growing":
+            x = np.subtract(values["k8"], values["k1"])
+            effect = claims.K_EFFECT
+        else:
+            variant, effect = want[c.id]
+            x = np.asarray(values[variant])
+        low, high, verdict = _reference(x, effect)
+        assert result["measured"]["ci_low"] == pytest.approx(low, rel=1e-9), c.id
+        assert result["measured"]["ci_high"] == pytest.approx(high, rel=1e-9), c.id
+        assert result["verdict"] == verdict, c.id
+        got_verdicts.add(verdict)
+    # the hand-made table exercises every reading of the rule
+    assert {"no_effect", "not_reproduced", "inconclusive", "reproduced"} <= got_verdicts
+    assert "reproduced_smaller" in got_verdicts
+    # under the old tolerance (-eps_1 = -0.04) k1 read as reproduced: it no longer can
+    assert (
+        next(c for c in claims.CLAIMS if c.id == "gain_ge_misfit_k1").evaluate(
+            table, "fp32", "paper"
+        )["verdict"]
+        == "not_reproduced"
+    )
