@@ -331,3 +331,78 @@ def test_config_errors_name_the_key():
         CPLearnConfig(code_ratios=[8, 8])
     with pytest.raises(ValidationError, match="epochs"):
         CPLearnConfig(epochs="3")
+
+
+def _erank_table(cplearn: list[float], barlow: list[float]):
+    """A metrics table: CPLearn at c / f = 1 (a decoy far above Barlow Twins) and 8,
+    Barlow Twins at 8, one value per seed."""
+    import pandas as pd
+
+    rows = []
+    for seed, (c, b) in enumerate(zip(cplearn, barlow, strict=True)):
+        for variant, ratio, value in (
+            ("cplearn", 8, c),
+            ("barlow_twins", 8, b),
+            ("cplearn", 1, 0.9),  # must not enter the comparison at c / f = 8
+        ):
+            rows.append(
+                {
+                    "task": f"fashion_mnist_r{ratio}",
+                    "variant": variant,
+                    "seed": seed,
+                    "dataset": "fashion_mnist",
+                    "f": 2048,
+                    "ratio": ratio,
+                    "precision": "fp32",
+                    "metric": "erank_frac",
+                    "value": value,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("cplearn", "barlow", "want"),
+    [
+        # the committed run's shape: CPLearn ~3 of 2048 dimensions, Barlow Twins ~17
+        (
+            [0.0015, 0.0016, 0.0013, 0.0016, 0.0013],
+            [0.0094, 0.0088, 0.0075, 0.0077, 0.0091],
+            "not_reproduced",
+        ),
+        # the old bound (> 0.10) would pass this; CPLearn is still below the baseline
+        ([0.20, 0.21, 0.19, 0.20, 0.22], [0.30, 0.30, 0.30, 0.31, 0.31], "not_reproduced"),
+        # above the baseline by more than the smallest effect (0.005): reproduced
+        ([0.050, 0.052, 0.049, 0.051, 0.050], [0.030, 0.031, 0.030, 0.029, 0.031], "reproduced"),
+        # equal within +-0.005: no effect that matters
+        (
+            [0.0300, 0.0302, 0.0299, 0.0301, 0.0300],
+            [0.0301, 0.0300, 0.0300, 0.0301, 0.0299],
+            "no_effect",
+        ),
+    ],
+)
+def test_central_claim_is_cplearn_against_barlow_at_the_paper_ratio(cplearn, barlow, want):
+    """The central claim (amendment of 2026-12-07) is the abstract's comparison with the
+    feature-decorrelation baseline, paired by seed at c / f = 8: its interval is scipy's
+    t-interval of the paired differences and its verdict the rule written out."""
+    from scipy import stats
+
+    from reprolab.methods.cplearn import claims
+
+    claim = next(c for c in claims.CLAIMS if c.central)
+    assert claim.id == "no_dimensional_collapse" and claim.metric == "erank_frac"
+    result = claim.evaluate(_erank_table(cplearn, barlow), "fp32", "paper")
+    d = np.subtract(cplearn, barlow)
+    low, high = stats.t.interval(0.95, d.size - 1, loc=d.mean(), scale=stats.sem(d))
+    assert result["measured"]["ci_low"] == pytest.approx(low, rel=1e-9)
+    assert result["measured"]["ci_high"] == pytest.approx(high, rel=1e-9)
+    if high < 0:
+        ref = "not_reproduced"
+    elif low > claim.effect:
+        ref = "reproduced"
+    elif -claim.effect < low and high < claim.effect:
+        ref = "no_effect"
+    else:
+        ref = "inconclusive"
+    assert result["verdict"] == ref == want

@@ -8,10 +8,18 @@ f = 2048, c = 16384, i.e. c / f = 8 (PAPER_RATIO); the collapse claims are teste
 Rules, fixed before any run (core checks; intervals over every (task, seed) and tests
 read at the look of the sequential plan, ``core.claims.Level``: alpha 0.05 two-sided
 overall); ``no_dimensional_collapse`` is the central claim:
-- ``no_dimensional_collapse``: effective rank (Roy & Vetterli) of the covariance of
-  CPLearn's test embeddings e, divided by their dimension f (metric ``erank_frac``), at
-  c / f = 8; reproduced when the interval lies above 0.10 (a tenth of the dimensions
-  carry the spectrum's entropy; full collapse gives 1 / f).
+- ``no_dimensional_collapse``: effective rank (Roy & Vetterli) of the covariance of the
+  test embeddings divided by their dimension f (metric ``erank_frac``; e for CPLearn, the
+  projector output for Barlow Twins, both f wide), CPLearn minus Barlow Twins at
+  c / f = 8, paired by (task, seed): reproduced when the interval lies above 0. The
+  paper's own comparison, not a threshold of ours (amendment of 2026-12-07, issue 46;
+  before it: CPLearn's erank / f above 0.10, a bound with no source in the paper text):
+  the abstract says the approach "effectively combines the strengths of feature
+  decorrelation and cluster-based self-supervised learning methods, overcoming training
+  failure modes" such as "dimensional ... collapse", and the card names Barlow Twins,
+  the feature-decorrelation method whose strength is a spread spectrum, as the baseline.
+  Where the paper shows its collapse measures (figure or table number) is not in the
+  text available here.
 - ``no_cluster_collapse``: normalised entropy of the usage histogram of CPLearn's c codes
   on the test split (argmax assignments; 1 = uniform use, 0 = one code), at c / f = 8;
   reproduced when the interval lies above 0.5 (more effective codes than
@@ -63,19 +71,27 @@ CLAIMS = (
     Claim(
         id="no_dimensional_collapse",
         statement=(
-            "At c / f = 8, CPLearn's embeddings are decorrelated and avoid dimensional collapse "
-            "(effective rank of their covariance > 0.10 f)"
+            "At c / f = 8, CPLearn's embeddings avoid dimensional collapse at least as well as "
+            "the feature-decorrelation baseline: effective rank / f of CPLearn minus Barlow "
+            "Twins, paired by (task, seed), > 0"
         ),
-        paper_value=f"'avoids ... dimensional collapse' (abstract); {_NO_NUMBER}",
+        paper_value=(
+            "'combines the strengths of feature decorrelation and cluster-based self-supervised "
+            "learning methods, overcoming training failure modes' such as 'dimensional ... "
+            f"collapse' (abstract); Barlow Twins the card's baseline; {_NO_NUMBER}"
+        ),
         paper_setting=f"{_SETTING}; {_AT_RATIO}",
         metric="erank_frac",
         check=Where(
-            Threshold(variant="cplearn", bound=0.10, higher_is_better=True), ratio=PAPER_RATIO
+            PairedDifference(
+                method="cplearn", baseline="barlow_twins", higher_is_better=True, margin=0.0
+            ),
+            ratio=PAPER_RATIO,
         ),
-        effect=0.05,
+        effect=0.005,
         effect_basis=(
-            "margin: 0.05 of erank / f (5% of the embedding dimensions), half the 0.10 "
-            "bound; no number in the abstract or card"
+            "margin: 0.005 of erank / f (10 effective dimensions of f = 2048); no number in "
+            "the abstract or card"
         ),
         source="abstract",
         central=True,
