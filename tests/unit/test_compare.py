@@ -19,7 +19,12 @@ from tests.conftest import ROOT
 def folder(path, verdicts, values):
     path.mkdir(parents=True)
     claims = [
-        {"id": cid, "precision": "fp32", "verdict": v, "measured": {"value": 0.1}}
+        {
+            "id": cid,
+            "precision": "fp32",
+            "verdict": v,
+            "measured": {"value": 0.1, "ci_low": 0.0, "ci_high": 0.2},
+        }
         for cid, v in verdicts.items()
     ]
     (path / "claims.json").write_text(json.dumps(claims))

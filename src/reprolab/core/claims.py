@@ -23,6 +23,15 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+# the verdicts' vocabulary is defined once, in core.entries; claims re-exports it
+from reprolab.core.entries import (  # noqa: F401
+    DECISIVE,
+    SUPPORTED,
+    VERDICT_TEXT,
+    VERDICTS,
+    is_headline,
+    opposite,
+)
 from reprolab.core.stats import (
     RULES,
     Interval,
@@ -33,52 +42,6 @@ from reprolab.core.stats import (
     unit_means,
 )
 
-#: every verdict a claim can get. ``reproduced``: the interval clears the bound on the
-#: claimed side and is compatible with the paper's effect (or, where the paper gives no
-#: number, clears the smallest effect that matters); ``reproduced_smaller``: it clears the
-#: bound but excludes that size (an effect on the claimed side, smaller than the
-#: paper's); ``no_effect``: the interval holds the bound and lies within the equivalence
-#: margin of it (a TOST at the look's level); ``not_reproduced``: it lies on the other
-#: side; ``inconclusive``: none of these; ``premise_failed``: not tested, the claim's
-#: registered premise (:class:`Premise`) does not hold on the run's seeds;
-#: ``out_of_reach``: not testable here
-VERDICTS = (
-    "reproduced",
-    "reproduced_smaller",
-    "no_effect",
-    "not_reproduced",
-    "inconclusive",
-    "premise_failed",
-    "out_of_reach",
-)
-#: the verdicts that decide a claim (its sequential rounds stop)
-DECISIVE = ("reproduced", "reproduced_smaller", "no_effect", "not_reproduced")
-#: the verdicts that find the claimed direction (whatever the size)
-SUPPORTED = ("reproduced", "reproduced_smaller")
-
-
-def opposite(a: str, b: str) -> bool:
-    """Whether two verdicts decide opposite sides (the claimed side, at any size, against
-    the other side)."""
-    return {a in SUPPORTED, b in SUPPORTED} == {True, False} and "not_reproduced" in (a, b)
-
-
-def is_headline(result: dict) -> bool:
-    """Whether a claims.json entry is its claim's headline result (at fp32, or the
-    scheme the claim is about; results written before the field existed: fp32)."""
-    return bool(result.get("headline", result.get("precision") == "fp32"))
-
-
-#: a verdict as the reports write it
-VERDICT_TEXT = {
-    "reproduced": "reproduced",
-    "reproduced_smaller": "reproduced, smaller",
-    "no_effect": "no effect that matters",
-    "not_reproduced": "not reproduced",
-    "inconclusive": "inconclusive",
-    "premise_failed": "not tested: premise failed",
-    "out_of_reach": "out of reach",
-}
 #: where a claim's paper value may come from: the abstract, the method's card, or a named
 #: place in the paper (a table, figure, section, theorem); "not in the paper text here"
 #: when neither the abstract nor the card has it

@@ -20,11 +20,13 @@ every verdict agrees, 2 when a folder is not a results folder.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from reprolab.core import entries
+from reprolab.core.entries import Entry
 
 #: a results folder keeps metrics.csv gzipped above this size (git holds results, not data)
 METRICS_GZIP_BYTES = 1 << 20
@@ -89,7 +91,7 @@ class Comparison:
         }
 
 
-def _read(folder: Path) -> tuple[list[dict], Any]:
+def _read(folder: Path) -> tuple[list[Entry], Any]:
     import pandas as pd
 
     claims_path, metrics_path = folder / "claims.json", metrics_file(folder)
@@ -97,9 +99,9 @@ def _read(folder: Path) -> tuple[list[dict], Any]:
         if not path.is_file():
             raise CompareError(f"{path} is missing: {folder} is not a results folder")
     try:
-        claims = json.loads(claims_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise CompareError(f"{claims_path} is not valid JSON ({exc})") from exc
+        claims = entries.load(claims_path)
+    except entries.EntryError as exc:
+        raise CompareError(str(exc)) from exc
     table = pd.read_csv(metrics_path)
     missing = [c for c in (*KEY_BASE, "value") if c not in table.columns]
     if missing:
@@ -116,14 +118,14 @@ def compare(a: Path, b: Path, tolerance: float = 0.0, worst: int = 3) -> Compari
     claims_a, table_a = _read(Path(a))
     claims_b, table_b = _read(Path(b))
     out = Comparison()
-    by_a = {(c["id"], c["precision"]): c for c in claims_a}
-    by_b = {(c["id"], c["precision"]): c for c in claims_b}
+    by_a = {(c.id, c.precision): c for c in claims_a}
+    by_b = {(c.id, c.precision): c for c in claims_b}
     for key in sorted(set(by_a) | set(by_b)):
         ca, cb = by_a.get(key), by_b.get(key)
-        va = ca["verdict"] if ca else "absent"
-        vb = cb["verdict"] if cb else "absent"
-        xa = ca["measured"].get("value") if ca else None
-        xb = cb["measured"].get("value") if cb else None
+        va = ca.verdict if ca else "absent"
+        vb = cb.verdict if cb else "absent"
+        xa = ca.measured.value if ca else None
+        xb = cb.measured.value if cb else None
         out.verdicts.append(
             {
                 "claim": key[0],

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from reprolab import ledger, registry
+from reprolab.core import entries
 
 #: the first seed a confirmatory run may use (below it: the exploratory seeds)
 FIRST_SEED = 1000
@@ -82,8 +83,8 @@ def result_seeds(root: Path, slug: str) -> set[int]:
     for path in folder.rglob("run.json"):
         out |= {int(s) for s in json.loads(path.read_text()).get("seeds", []) or []}
     for path in folder.rglob("claims.json"):
-        for entry in json.loads(path.read_text()):
-            out |= {int(s) for s in (entry.get("measured") or {}).get("seeds", []) or []}
+        for entry in entries.load(path):
+            out |= set(entry.measured.seeds)
     for path in folder.glob("probes/*.json"):
         out |= {int(s) for s in json.loads(path.read_text()).get("seeds", []) or []}
     return out

@@ -25,6 +25,7 @@ import pandas as pd
 
 from reprolab import registry
 from reprolab.contract import EvidenceConfig
+from reprolab.core import entries
 from reprolab.core.claims import adjust_family
 from reprolab.core.sequential import Plan
 
@@ -76,7 +77,7 @@ def reread_folder(folder: Path, slug: str) -> list[dict[str, Any]]:
 
     claims_file, table_file = folder / "claims.json", metrics_file(folder)
     try:
-        entries = json.loads(claims_file.read_text())
+        on_file = entries.load(claims_file)
         table = pd.read_csv(table_file)
     except (OSError, ValueError, EOFError) as exc:
         raise RereadError(
@@ -88,23 +89,21 @@ def reread_folder(folder: Path, slug: str) -> list[dict[str, Any]]:
     evidence = EvidenceConfig.model_validate((params.get("paper") or {}).get("evidence") or {})
     defined = {c.id: c for c in registry.get(slug).claims}
     results, inputs, plan = [], {}, None
-    for entry in entries:
-        claim = defined.get(entry["id"])
-        m = entry.get("measured") or {}
+    for entry in on_file:
+        claim = defined.get(entry.id)
         if claim is None:  # a claim since removed: kept as it was
-            results.append(entry)
+            results.append(entry.as_dict())
             continue
         rows = table
-        if m.get("seeds"):
-            rows = table[table.seed.isna() | table.seed.isin(m["seeds"])]
-        here = _plan(m, evidence)
+        if entry.measured.seeds:
+            rows = table[table.seed.isna() | table.seed.isin(entry.measured.seeds)]
+        here = _plan(entry.measured.raw, evidence)
         plan = plan or here
         inputs[claim.id] = (claim, rows, here)
-        result = claim.evaluate(rows, entry["precision"], entry["profile"], here)
-        result["verdict_on_file"] = entry.get("verdict_on_file", entry["verdict"])
-        for key in ("evidence",):  # what the rounds recorded beside the verdict
-            if key in entry:
-                result[key] = entry[key]
+        result = claim.evaluate(rows, entry.precision, entry.profile, here)
+        result["verdict_on_file"] = entry.verdict_on_file or entry.verdict
+        if "evidence" in entry.raw:  # what the rounds recorded beside the verdict
+            result["evidence"] = entry.raw["evidence"]
         results.append(result)
 
     def again(result: dict[str, Any], alpha: float) -> dict[str, Any]:
@@ -131,6 +130,7 @@ def write(folder: Path, results: list[dict[str, Any]]) -> bool:
     from reprolab.core import io
 
     path = folder / "claims.json"
+    entries.parse(results, str(path))  # what is written is a claims file (clear error if not)
     old = path.read_text()
     io.write_json(path, results)
     changed = path.read_text() != old

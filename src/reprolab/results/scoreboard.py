@@ -23,6 +23,8 @@ from pathlib import Path
 from reprolab import ledger, registry
 from reprolab.contract import is_runtime_metric, seed_ranges
 from reprolab.core import claims as core_claims
+from reprolab.core import entries
+from reprolab.core.entries import Entry
 
 HEADER = """# Results: one row per paper
 
@@ -110,9 +112,6 @@ def _bound(m: dict, check=None) -> str:
     return "n/a"
 
 
-_headline = core_claims.is_headline  # one definition (core.claims)
-
-
 def _pool(a: dict, b: dict) -> tuple[float, float, float, int] | None:
     """Two blocks' unit values pooled from their summaries (mean, sd, n of each: exact
     for the pooled sample of unit values): the mean and its 95% t-interval, and n."""
@@ -152,7 +151,7 @@ def _held_out(
     slug: str,
     pooled_seeds: list[int],
     claim: str,
-    head: dict,
+    head: Entry,
     amended: list[dict] = (),
     pooled_date: str = "",
 ) -> tuple[str, bool]:
@@ -163,7 +162,7 @@ def _held_out(
     (``amended``: its ledger entries) that came before the run (``pooled_date``) tested
     the earlier setting: labelled so, never pooled or counted."""
     notes, failed = [], False
-    verdict, m = head["verdict"], head.get("measured", {})
+    verdict, m = head.verdict, head.measured
     for block in sorted((results / slug).glob("seeds-*")):
         if not (block / "claims.json").is_file() or not (block / "run.json").is_file():
             continue
@@ -172,38 +171,32 @@ def _held_out(
         if set(seeds) & set(pooled_seeds):
             continue  # the block's seeds are in the pool now: not held out
         theirs = next(
-            (
-                c
-                for c in json.loads((block / "claims.json").read_text())
-                if c["id"] == claim and _headline(c)
-            ),
+            (c for c in entries.load(block / "claims.json") if c.id == claim and c.headline),
             None,
         )
         label = f"seeds {seeds[0]}-{seeds[-1]}"
         if theirs is None:
             notes.append(f"{label}: absent")
             continue
-        bm = theirs.get("measured", {})
-        shown = core_claims.VERDICT_TEXT.get(theirs["verdict"], theirs["verdict"])
+        bm = theirs.measured
+        shown = core_claims.VERDICT_TEXT[theirs.verdict]
         if any(info.get("date", "") < a["date"] <= pooled_date for a in amended):
             notes.append(f"{label} (earlier setting): {shown}")
             continue
         sides = {
             "+" if v in core_claims.SUPPORTED else "-" if v == "not_reproduced" else ""
-            for v in (verdict, theirs["verdict"])
+            for v in (verdict, theirs.verdict)
         }
         opposite = sides == {"+", "-"}
         # seeds are exchangeable between blocks (tasks or points are the same in both);
         # the check and the pooling compare means (a sign-rule claim's value is a median)
-        by_seed = all(
-            x.get("unit", "seed") == "seed" and x.get("analysis", "t") == "t" for x in (m, bm)
-        )
-        p = _heterogeneity(m, bm) if by_seed else None
+        by_seed = all(x.unit == "seed" and x.analysis == "t" for x in (m, bm))
+        p = _heterogeneity(m.raw, bm.raw) if by_seed else None
         differs = p is not None and p < HETEROGENEITY_ALPHA
-        text = f"{label}: {shown} {core_claims.measured_text(bm)}"
+        text = f"{label}: {shown} {core_claims.measured_text(bm.raw)}"
         if p is not None:
             text += f"; Welch p = {p:.2g} against the run"
-        pooled = _pool(m, bm) if by_seed else None
+        pooled = _pool(m.raw, bm.raw) if by_seed else None
         if pooled is not None:
             mean, low, high, n = pooled
             text += f"; pooled {core_claims.interval_text(mean, low, high)} over {n} units"
@@ -239,48 +232,47 @@ def replication(exploratory: str, confirmatory: str) -> str:
 
 def _row_of(root: Path, results: Path, folder: Path, slug: str, central) -> dict | None:
     """The scoreboard's reading of one results folder's central claim (None: absent)."""
-    claims = json.loads((folder / "claims.json").read_text())
-    head = next((c for c in claims if c["id"] == central.id and _headline(c)), None)
+    head = next(
+        (c for c in entries.load(folder / "claims.json") if c.id == central.id and c.headline),
+        None,
+    )
     if head is None:
         return None
     run = json.loads((folder / "run.json").read_text())
-    m = head["measured"]
-    ev = head.get("evidence") or {}
-    if not ev:
+    m, ev = head.measured, head.evidence
+    if ev is None:
         rounds = "one fixed-n run at 95% (the engine before sequential rounds)"
-    elif ev.get("decided_round") and head["verdict"] in core_claims.DECISIVE:
-        rounds = f"decided in round {ev['decided_round']} of {ev.get('rounds', '?')}"
-    elif ev.get("decided_round"):
+    elif ev.decided_round and head.verdict in core_claims.DECISIVE:
+        rounds = f"decided in round {ev.decided_round} of {ev.rounds}"
+    elif ev.decided_round:
         rounds = (
-            f"the run decided it in round {ev['decided_round']} of {ev.get('rounds', '?')} "
+            f"the run decided it in round {ev.decided_round} of {ev.rounds} "
             "under the analysis of then; undecided on re-reading"
         )
-    elif head["verdict"] == "inconclusive":
-        need = ev.get("needs_seeds")
-        mins = ev.get("needs_minutes")
-        rounds = (
-            f"undecided after {ev.get('rounds', 1)} round(s): {ev.get('why') or m.get('rule', '')}"
-        )
-        reading = core_claims.undecided_reading(m, head.get("effect"))
+    elif head.verdict == "inconclusive":
+        rounds = f"undecided after {ev.rounds} round(s): {ev.why or m.extra.get('rule', '')}"
+        reading = core_claims.undecided_reading(m.raw, head.effect)
         if reading:
             rounds += "; " + reading
-        elif need:
-            rounds += f"; needs ~{need} seeds" + (
-                f" (~{mins:.0f} more min here)" if isinstance(mins, int | float) else ""
+        elif ev.needs_seeds:
+            rounds += f"; needs ~{ev.needs_seeds} seeds" + (
+                f" (~{ev.needs_minutes:.0f} more min here)"
+                if isinstance(ev.needs_minutes, int | float)
+                else ""
             )
     else:
-        rounds = f"{ev.get('rounds', 1)} round(s)"
-    seeds = m.get("seeds") or run.get("seeds", [])
+        rounds = f"{ev.rounds} round(s)"
+    seeds = list(m.seeds) or run.get("seeds", [])
     return {
         "head": head,
         "run": run,
-        "verdict": head["verdict"],
-        "size": m.get("size", ""),
-        "unit": f"{m.get('unit', 'seed')}, {m.get('analysis', 't')}",
-        "n": m.get("n", ""),
-        "interval": core_claims.measured_text(m),
-        "bound": _bound(m, central.check),
-        "effect": head.get("effect", central.effect),
+        "verdict": head.verdict,
+        "size": m.size,
+        "unit": f"{m.unit}, {m.analysis}",
+        "n": "" if m.n is None else m.n,
+        "interval": core_claims.measured_text(m.raw),
+        "bound": _bound(m.raw, central.check),
+        "effect": central.effect if head.effect is None else head.effect,
         "seeds": f"{len(seeds)} ({seeds[0]}-{seeds[-1]})" if seeds else "none",
         "seed_list": seeds,
         "compute": f"{run.get('compute_minutes', float('nan')):.0f} min"
@@ -427,12 +419,12 @@ def figure_rows(table: list[dict], root: Path, results: Path) -> list[dict]:
             head = next(
                 (
                     c
-                    for c in json.loads((folder / "claims.json").read_text())
-                    if c["id"] == central.id and _headline(c)
+                    for c in entries.load(folder / "claims.json")
+                    if c.id == central.id and c.headline
                 ),
                 None,
             )
-            m = (head or {}).get("measured", {})
+            m = dict(head.measured.raw) if head is not None else {}
         bound, effect = m.get("bound"), r.get("effect")
         claimed = m.get("claimed")
         row = {"method": r["method"], "verdict": r["verdict"], "paper": central.effect_from_paper}
@@ -565,22 +557,20 @@ def _seeds(seeds: list[int]) -> str:
     return seed_ranges(seeds) if seeds else "seed-free"
 
 
-def _decided(c: dict) -> str:
+def _decided(c: Entry) -> str:
     """When a headline result was decided (quantized rows read the seeds their headline
     row got, so they carry no round of their own)."""
-    ev = c.get("evidence") or {}
-    if not _headline(c) or not ev:
+    ev = c.evidence
+    if not c.headline or ev is None:
         return ""
-    if c["verdict"] in core_claims.DECISIVE and ev.get("decided_round"):
-        return f"round {ev['decided_round']} of {ev.get('rounds', '?')}"
-    if ev.get("decided_round") and c["verdict"] != "out_of_reach":
-        return (
-            f"decided in round {ev['decided_round']} under the analysis of then; not on re-reading"
-        )
-    if c["verdict"] == "out_of_reach":
+    if c.verdict in core_claims.DECISIVE and ev.decided_round:
+        return f"round {ev.decided_round} of {ev.rounds}"
+    if ev.decided_round and c.verdict != "out_of_reach":
+        return f"decided in round {ev.decided_round} under the analysis of then; not on re-reading"
+    if c.verdict == "out_of_reach":
         return "out of reach here"
-    text = f"undecided after {ev.get('rounds', 1)}" + (f": {ev['why']}" if ev.get("why") else "")
-    reading = core_claims.undecided_reading(c.get("measured") or {}, c.get("effect"))
+    text = f"undecided after {ev.rounds}" + (f": {ev.why}" if ev.why else "")
+    reading = core_claims.undecided_reading(c.measured.raw, c.effect)
     return text + (f"; {reading}" if reading else "")
 
 
@@ -593,12 +583,12 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
     if not path.is_file():
         lines += ["*No paper-profile results on file (`make paper METHODS=" + slug + "`).*", END]
         return "\n".join(lines)
-    claims = json.loads(path.read_text())
+    claims = entries.load(path)
     timed = folder / TIMED_CLAIMS
     timed_ids = set()
     if timed.is_file():
-        extra = json.loads(timed.read_text())
-        timed_ids = {c["id"] for c in extra}
+        extra = entries.load(timed)
+        timed_ids = {c.id for c in extra}
         claims = claims + extra
     run = json.loads((folder / "run.json").read_text()) if (folder / "run.json").is_file() else {}
     report = Path(os.path.relpath(folder / "claims.md", readme.parent)).as_posix()
@@ -613,14 +603,13 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
         facts.append(f"{compute:.1f} min of compute")
     spec = registry.get(slug)
     central = next((c for c in spec.claims if c.central), None)
-    head = next((c for c in claims if central and c["id"] == central.id and _headline(c)), None)
+    head = next((c for c in claims if central and c.id == central.id and c.headline), None)
     held = ""
     if head is not None:
-        m = head["measured"]
         held, _ = _held_out(
             results,
             slug,
-            m.get("seeds") or run.get("seeds", []),
+            list(head.measured.seeds) or run.get("seeds", []),
             central.id,
             head,
             ledger.amendments(root, slug).get(central.id, []),
@@ -638,36 +627,37 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
     by_id = {c.id: c for c in spec.claims}
     previous = None
     for c in claims:
-        m = c.get("measured") or {}
-        name = f"`{c['id']}`" + (" (central)" if c.get("central") else "")
-        name += " (wall clock)" if c["id"] in timed_ids else ""
-        verdict = core_claims.VERDICT_TEXT.get(c["verdict"], c["verdict"])
-        if c["verdict"] in core_claims.DECISIVE:
+        m = c.measured
+        name = f"`{c.id}`" + (" (central)" if c.central else "")
+        name += " (wall clock)" if c.id in timed_ids else ""
+        verdict = core_claims.VERDICT_TEXT[c.verdict]
+        if c.verdict in core_claims.DECISIVE:
             verdict = f"**{verdict}**"
         reading = "; ".join(
             filter(
                 None,
                 [
-                    (m.get("premise") or {}).get("summary", "")
-                    if c["verdict"] == "premise_failed"
-                    else m.get("size", ""),
+                    (m.premise or {}).get("summary", "")
+                    if c.verdict == "premise_failed"
+                    else m.size,
                     "not tested: the central claim is undecided"
-                    if (m.get("family") or {}).get("note", "").startswith("not tested")
+                    if (m.family or {}).get("note", "").startswith("not tested")
                     else "",
                 ],
             )
         )
-        check = by_id[c["id"]].check if c["id"] in by_id else None
-        paper = str(c.get("paper_value", "")).replace("|", "/").replace("\n", " ")
-        if c["id"] == previous:  # the same claim at another precision: said on its first row
+        check = by_id[c.id].check if c.id in by_id else None
+        paper = c.paper_value.replace("|", "/").replace("\n", " ")
+        if c.id == previous:  # the same claim at another precision: said on its first row
             name, paper = "", "(as above)"
-        previous = c["id"]
+        previous = c.id
         lines.append(
-            f"| {name} | {c['precision']} | {verdict} | {reading} | {core_claims.measured_text(m)} | "
-            f"{m.get('n', '')} | "
-            f"{m.get('unit', 'seed')}, {m.get('analysis', 't')} | {_seeds(m.get('seeds') or [])} | {_bound(m, check)} | {paper} | {_decided(c)} |"
+            f"| {name} | {c.precision} | {verdict} | {reading} | "
+            f"{core_claims.measured_text(m.raw)} | {'' if m.n is None else m.n} | "
+            f"{m.unit}, {m.analysis} | {_seeds(list(m.seeds))} | {_bound(m.raw, check)} | "
+            f"{paper} | {_decided(c)} |"
         )
-    have = {r["id"] for r in claims}
+    have = {r.id for r in claims}
     missing = [c for c in spec.claims if c.id not in have]
     timed_missing = [f"`{c.id}`" for c in missing if is_runtime_metric(c.metric)]
     added = [f"`{c.id}`" for c in missing if not is_runtime_metric(c.metric)]
@@ -683,10 +673,9 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
     for folder in confirmatory_folders(results, slug):
         run_c = json.loads((folder / "run.json").read_text())
         said = "; ".join(
-            f"`{c['id']}` {core_claims.VERDICT_TEXT.get(c['verdict'], c['verdict'])} "
-            f"{core_claims.measured_text(c.get('measured') or {})}"
-            for c in json.loads((folder / "claims.json").read_text())
-            if _headline(c)
+            f"`{c.id}` {core_claims.VERDICT_TEXT[c.verdict]} "
+            f"{core_claims.measured_text(c.measured.raw)}"
+            for c in entries.headlines(entries.load(folder / "claims.json"))
         )
         link = Path(os.path.relpath(folder / "claims.md", readme.parent)).as_posix()
         lines += [

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab.contract import Unit, is_runtime_metric
-from reprolab.core import io
+from reprolab.core import entries, io
 from reprolab.core.claims import BASE_COLUMNS, SUPPORTED, VERDICTS, param_columns
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import EVIDENCE_TAG, log, verdict_params
@@ -73,6 +73,9 @@ def run(slug: str, root: Path) -> dict:
         claims = [r for r in results if not is_runtime_metric(r["metric"])]
         timed_claims = [r for r in results if is_runtime_metric(r["metric"])]
         summary = _summary(ctx, table, efficiency, claims)
+        # what the readers of claims.json take (core.entries): checked before anything is written
+        entries.parse(claims, f"evaluate@{slug}: claims.json")
+        entries.parse(timed_claims, f"evaluate@{slug}: runtime claims.json")
 
         out = ctx.paths.eval
         out.mkdir(parents=True, exist_ok=True)
