@@ -11,8 +11,9 @@ The symmetries used (Zhang et al. 2025, Sec. 3; ``pi_utils.py`` of the official 
 - a permutation of the hidden units of each MLP (rows of the first linear layer and its
   bias, columns of the second): GELU acts elementwise.
 
-LayerNorms, embeddings, the residual stream and the head stay as they are (the official
-code keeps the anchor's LayerNorms and the output-projection bias too).
+The head matchings leave LayerNorms, embeddings, the residual stream and the head as
+they are (the official ``pi_utils.py`` keeps the anchor's LayerNorms and the
+output-projection bias too); the residual stream is matched apart, below.
 
 Matching aligns ``other`` to ``ref`` (the official code's anchor) per head by maximising
 ``tr(O A_other A_ref^T)`` over ``O``: orthogonal (Procrustes, ``O = U V^T`` from
@@ -24,7 +25,8 @@ Optionally (``resid_match``), the residual stream of ``other`` is permuted first
 pre-norm transformer (LayerNorm normalises over the width, so permuting its input, gain
 and bias permutes its output). :func:`match_stats` measures what the matchings did: the
 weight distance before and after each, the permutation's fixed points and the rotation's
-angle from the identity.
+angle from the identity. :func:`self_fusion_err` is the sanity gate of the matched
+fusions: a model fused with a randomly permuted copy of itself must be the model.
 """
 
 from __future__ import annotations
