@@ -48,15 +48,19 @@ def test_without_a_confirmatory_run_the_row_is_exploratory(tmp_path):
     assert "Exploratory only" in scoreboard._summary(scoreboard.rows(ROOT, tmp_path))
 
 
-def test_a_confirmatory_run_is_the_headline_and_says_whether_it_replicated(tmp_path):
+def test_a_confirmatory_folder_without_its_registration_does_not_count(tmp_path):
+    """(tests/unit/test_confirm_counts.py holds the registered case, in a real repo.)"""
     _folder(tmp_path / SLUG, "reproduced", "2026-12-06T00:00:00", -0.4)
     confirm = {"kind": "confirmatory", "registration": "2026-12-08-abc"}
     _folder(
         tmp_path / SLUG / "confirm-2026-12-08-abc", "not_reproduced", "2026-12-08", 0.3, confirm
     )
     row = _row(tmp_path)
-    assert row["verdict"] == "not_reproduced" and row["confirmatory"]
-    assert row["status"] == "confirmatory (2026-12-08-abc): did not replicate"
+    assert row["verdict"] == "reproduced" and not row["confirmatory"]
+    assert (
+        "confirm-2026-12-08-abc not counted: registration 2026-12-08-abc is not in"
+        in (row["status"])
+    )
     assert scoreboard.replication("inconclusive", "reproduced") == "first test"
     assert scoreboard.replication("reproduced", "reproduced") == "replicated"
 

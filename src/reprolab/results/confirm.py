@@ -240,6 +240,47 @@ def verify(root: Path, slug: str, entry: dict[str, Any]) -> None:
         )
 
 
+def why_not_counted(root: Path, slug: str, folder: Path) -> str:
+    """Why the results in ``folder`` (a ``confirm-<id>/``) may not count as confirmatory,
+    '' when they may: their run names a registration that is in the ledger, was committed
+    at the commit the run started from (git order: the registration before its data),
+    is unchanged since, and whose seeds the run used, on a clean tree."""
+    try:
+        run = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError) as exc:
+        return f"its run.json cannot be read ({exc})"
+    rid = run.get("registration")
+    if run.get("kind") != "confirmatory" or not rid:
+        return "its run.json names no registration"
+    if folder.name != f"confirm-{rid}":
+        return f"the folder is not that of its registration {rid}"
+    now = next((e for e in registrations(root, slug) if e.get("id") == rid), None)
+    if now is None:
+        return f"registration {rid} is not in the ledger"
+    rel = ledger.path_for(root, slug).relative_to(root).as_posix()
+    commit = str(run.get("commit") or "")
+    proc = subprocess.run(
+        ["git", "show", f"{commit}:{rel}"], cwd=root, capture_output=True, text=True
+    )
+    if not commit or proc.returncode != 0:
+        return f"the commit it ran from ({commit[:8] or 'none'}) is not in this repository"
+    then = [
+        json.loads(line)
+        for line in proc.stdout.splitlines()
+        if line.strip() and '"registration"' in line
+    ]
+    then_entry = next((e for e in then if e.get("id") == rid), None)
+    if then_entry is None:
+        return f"registration {rid} was not committed when the run started ({commit[:8]})"
+    if ledger.canonical(then_entry) != ledger.canonical(now):
+        return f"registration {rid} changed in the ledger after its run"
+    if run.get("dirty"):
+        return "the run started from a tree with uncommitted changes"
+    if not set(run.get("seeds") or []) <= set(now.get("seeds") or []):
+        return f"the run used seeds registration {rid} does not hold"
+    return ""
+
+
 def params_for(raw: dict[str, Any], slug: str, entry: dict[str, Any]) -> dict[str, Any]:
     """params.yaml for the registered run: the paper profile's seeds are the registered
     ones (the first look takes the plan's first of them, later looks the next)."""

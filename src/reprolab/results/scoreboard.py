@@ -288,7 +288,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
     """One row per registered method with committed results (methods without results
     get a row that says so): its headline is the latest confirmatory verdict where there
     is one, else the exploratory verdict (``status`` says which)."""
-    from reprolab.results import trail
+    from reprolab.results import confirm, trail
 
     results = results or root / "docs" / "results"
     trails = trail.load(root)
@@ -329,16 +329,26 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
             explo["run"].get("date", ""),
         )
         explo_verdict = "did_not_replicate" if failed else explo["verdict"]
+        refused = {
+            f.name: why
+            for f in confirmatory_folders(results, slug)
+            if (why := confirm.why_not_counted(root, slug, f))
+        }
         confirmed = [
             r
             for r in (
                 _row_of(root, results, f, slug, central)
                 for f in confirmatory_folders(results, slug)
+                if f.name not in refused
             )
             if r is not None
         ]
         head = confirmed[-1] if confirmed else explo
         status = "exploratory"
+        if refused:  # results in a confirm-* folder that may not count: said, never counted
+            status += "; " + "; ".join(
+                f"{name} not counted: {why}" for name, why in sorted(refused.items())
+            )
         if confirmed:
             status = f"confirmatory ({head['run'].get('registration', '?')}): " + replication(
                 explo["verdict"], head["verdict"]
