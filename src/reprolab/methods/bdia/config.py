@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from reprolab.contract import (
@@ -24,6 +26,9 @@ class BDIAConfig(MethodConfig, ImageDataConfig, OptimConfig):
     mlp_ratio: float = Field(default=2.0, gt=0)
     epochs: int = mixin_field(OptimConfig, "epochs", 10)
     batch_size: int = Field(default=64, ge=2)
+    #: the optimiser of every variant (cosine schedule over ``epochs`` either way): ``adam``
+    #: (torch's) or ``set_adam`` (the paper's SET-Adam, ``set_adam.SETAdam``)
+    optimizer: Literal["adam", "set_adam"] = "adam"
     #: fixed-point fraction bits of the BDIA activations (the paper's l = 9)
     bits: int = Field(default=9, ge=1, le=20)
     #: reconstruction check per unit: random input batches (of ``recon_batch`` samples)

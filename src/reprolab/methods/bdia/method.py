@@ -51,7 +51,9 @@ def train_unit(
 
     def build() -> ViTClassifier:  # after the seed: one initial ViT for every variant
         net = build_vit(_n_features(data), cfg)
-        return ViTClassifier(net, unit.variant, cfg.bits, unit.seed, cfg.lr, cfg.epochs)
+        return ViTClassifier(
+            net, unit.variant, cfg.bits, unit.seed, cfg.lr, cfg.epochs, cfg.optimizer
+        )
 
     return train_classifier(
         run, unit, data, resume_dir, build, batch_size=cfg.batch_size, epochs=cfg.epochs

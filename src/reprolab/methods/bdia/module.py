@@ -9,17 +9,36 @@ from reprolab.core.transformer import Encoder
 from reprolab.methods.bdia.memory import SavedBytes
 from reprolab.methods.bdia.net import bdia_logits, draw_signs, fixed_point_logits
 from reprolab.methods.bdia.revvit import RevViT, revvit_features
+from reprolab.methods.bdia.set_adam import SETAdam
 
 
 class ViTClassifier(ClassifierModule):
-    """Cross-entropy, Adam with a cosine schedule (``ClassifierModule``); the training
-    forward is the variant's. Every training step counts the activation bytes it holds
-    for backward (``SavedBytes``); the epoch's largest count goes into the history."""
+    """Cross-entropy, Adam or SET-Adam with a cosine schedule (``ClassifierModule``); the
+    training forward is the variant's. Every training step counts the activation bytes it
+    holds for backward (``SavedBytes``); the epoch's largest count goes into the history."""
 
-    def __init__(self, net: Encoder, variant: str, bits: int, seed: int, lr: float, epochs: int):
+    def __init__(
+        self,
+        net: Encoder,
+        variant: str,
+        bits: int,
+        seed: int,
+        lr: float,
+        epochs: int,
+        optimizer: str = "adam",
+    ):
         super().__init__(net, lr=lr, epochs=epochs)
-        self.variant, self.bits, self.seed = variant, bits, seed
+        self.variant, self.bits, self.seed, self.optimizer = variant, bits, seed, optimizer
         self._saved_max = 0
+
+    def configure_optimizers(self):
+        if self.optimizer == "adam":
+            return super().configure_optimizers()
+        if self.optimizer != "set_adam":
+            raise ValueError(f"optimizer: {self.optimizer!r} is not adam or set_adam")
+        opt = SETAdam(self.parameters(), lr=self.lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.epochs)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.training and self.variant == "bdia":
