@@ -77,8 +77,11 @@ bench: venv ## every benchmark, results into bench/results/
 	$(BIN)/python bench/bench_transformer.py --out bench/results/transformer.json
 	$(BIN)/python bench/bench_bit_dgdm_memory.py --out bench/results/bit_dgdm_memory.json
 
-# MLflow UI over the store named in mlflow.env, on loopback only.
+# MLflow UI over the store named in mlflow.env, on loopback only. The committed paper
+# results (docs/results) are imported into the store first, those it lacks only
+# (python -m reprolab mlflow import-results; a store that has them all is left as it is).
 ui: venv ## MLflow UI over mlflow.env's store (127.0.0.1:5000; REPROLAB_UI_PORT)
+	$(BIN)/python -m reprolab mlflow import-results --quiet || echo "the committed results were not imported (above); the UI starts without them"
 	@echo "MLflow UI: http://127.0.0.1:$${REPROLAB_UI_PORT:-5000}/#/experiments?workflowType=machine_learning"
 	set -a; source mlflow.env; set +a; \
 	$(BIN)/mlflow ui --backend-store-uri "$$MLFLOW_TRACKING_URI" --host 127.0.0.1 --port $${REPROLAB_UI_PORT:-5000} --workers 1

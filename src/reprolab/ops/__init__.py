@@ -7,6 +7,8 @@ modules only decide where and how that code runs and check what it produced:
   stage process or on Dask);
 - ``mlflow_server``: a shared MLflow tracking server (``python -m reprolab
   mlflow-server``);
+- ``results_import``: the committed results as MLflow runs (``python -m reprolab mlflow
+  import-results``);
 - ``dvcstate``: what DVC knows about the stages, for the Prefect entry points;
 - ``scratch``: a scratch copy of the project (paper rounds, re-verification);
 - ``reverify``: comparing every verdict of a run with the last re-verification's.
@@ -37,6 +39,12 @@ COMMANDS = {
         "main",
         "MLflow tracking server on PostgreSQL (loopback): "
         "[--port 5001] [--pg-port 5433] [--folder .mlflow/server]",
+    ),
+    "mlflow": (
+        "reprolab.ops.results_import",
+        "main",
+        "the project's MLflow store: import-results loads the committed docs/results "
+        "into it (one run per results folder; a second call adds nothing)",
     ),
 }
 
