@@ -138,7 +138,7 @@ PROFILE_DEFAULTS = {
     "smoke": {},
     "paper": {
         # every graph above the Kesten-Stigum bound (graphs.ks_ratio >= 1 at degree 20,
-        # C = 3: h <= 0.19 or h >= 0.48); the premise checks the realised graphs
+        # C = 3: h <= 0.18 or h >= 0.48); the premise checks the realised graphs
         "homophilies": [0.05, 0.1, 0.15, 0.7, 0.8, 0.9],
         "draws": 2,
         "degree": 20.0,
