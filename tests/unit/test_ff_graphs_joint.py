@@ -142,7 +142,8 @@ def test_not_tested_without_variation_within_families():
 def test_the_claims_use_the_joint_check_with_the_family_unit():
     by_id = {c.id: c for c in claims.CLAIMS}
     central = [c for c in claims.CLAIMS if c.central]
-    assert [c.id for c in central] == ["complementary"]
-    for cid in ("complementary", "fidelity_given_mixing", "mixing_given_fidelity"):
-        assert isinstance(by_id[cid].check, claims.Joint)
+    assert [c.id for c in central] == ["fidelity_vs_ood"]
+    assert by_id["fidelity_vs_ood"].check == claims.Joint("both")
+    assert by_id["mixing_vs_ood"].check == claims.Joint("mixing_time")
+    for cid in ("fidelity_vs_ood", "mixing_vs_ood"):
         assert by_id[cid].unit == "group" and "family" in by_id[cid].unit_reason

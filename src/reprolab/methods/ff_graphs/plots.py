@@ -29,8 +29,9 @@ def metric_vs_n(table: pd.DataFrame, metric: str, path: Path) -> Path:
 
 
 def ood_vs_metric(table: pd.DataFrame, path: Path) -> Path:
-    """One point per (task, family) mean: colour = precision, marker = task, label =
-    family; each panel's title gives the fp32 Spearman rho the correlation claims test."""
+    """One point per (task, family) mean of the families' default graphs: colour =
+    precision, marker = task, label = family; each panel's title gives the fp32
+    one-variable Spearman rho (a picture only: the claims are the joint regression)."""
     from reprolab.methods.ff_graphs.claims import spearman
 
     markers = ("o", "^", "s", "D")
