@@ -9,7 +9,8 @@ modules only decide where and how that code runs and check what it produced:
   mlflow-server``);
 - ``results_import``: the committed results as MLflow runs (``python -m reprolab mlflow
   import-results``);
-- ``dvcstate``: what DVC knows about the stages, for the Prefect entry points;
+- ``dvcstate``: what DVC knows about the stages, for the Prefect entry points and
+  ``python -m reprolab status`` (what a ``dvc repro`` would run now);
 - ``scratch``: a scratch copy of the project (paper rounds, re-verification);
 - ``reverify``: comparing every verdict of a run with the last re-verification's.
 
@@ -39,6 +40,12 @@ COMMANDS = {
         "main",
         "MLflow tracking server on PostgreSQL (loopback): "
         "[--port 5001] [--pg-port 5433] [--folder .mlflow/server]",
+    ),
+    "status": (
+        "reprolab.ops.dvcstate",
+        "main",
+        "which DVC stages a `dvc repro` would run now, per method: the changed ones and "
+        "everything downstream that the change reaches [--json]",
     ),
     "mlflow": (
         "reprolab.ops.results_import",

@@ -5,6 +5,8 @@ once), skip a stage DVC reports as up to date, and after running a stage in-proc
 record it with `dvc commit`, so `dvc status` agrees afterwards and nothing is computed
 twice. Nothing here needs a Prefect server, and DVC stage commands never need Prefect.
 DVC resolves stage names against the working directory, so each call runs in ``root``.
+:func:`pending` (``python -m reprolab status``) says which stages a ``dvc repro`` would
+run now, following a change down the DAG.
 Each call waits for DVC's repository lock (as ``dvc --wait-for-lock`` does) instead of
 failing when another process holds it: flows that run methods concurrently record their
 stages one at a time, and dvc.lock is only ever written by the holder of the lock.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
@@ -151,3 +154,178 @@ def workspace_lock(root: Path, holder: str, log=None):
             handle.truncate()
             handle.flush()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ---------------------------------------------------------------------------------------
+# `python -m reprolab status`: what a `dvc repro` would rerun now
+#
+# `dvc status` lists the stages whose own deps changed, not what they feed: after a
+# params.yaml edit only `validate`. A stage downstream reruns when an input it depends
+# on changes; this follows the DAG from the changed stages, stage by stage, upstream first.
+# What validate will write is known without running it (`stages.validate.files`), so
+# after a params or method-code edit only the stages whose data/config file changes
+# follow it; any other changed stage is taken to change its outputs, so everything
+# downstream of it is listed.
+
+
+@dataclass
+class Pending:
+    """What a ``dvc repro`` would run now."""
+
+    #: stage -> what ``dvc status`` reports for it (its own deps, params, outs changed)
+    changed: dict[str, str]
+    #: every stage that would run, upstream first
+    rerun: list[str]
+    #: stage -> why it would run (for a stage of ``rerun`` not in ``changed``)
+    why: dict[str, str] = field(default_factory=dict)
+    #: how many stages dvc.yaml holds
+    total: int = 0
+    #: what stops the run early (an invalid params.yaml), if anything
+    stops: str = ""
+
+
+def _touches(dep: str, paths: set[str]) -> bool:
+    """Whether a dependency path (file or folder) covers or lies in one of ``paths``."""
+    return any(p == dep or p.startswith(dep + "/") or dep.startswith(p + "/") for p in paths)
+
+
+def validate_writes(root: Path, folder: Path | None = None) -> tuple[set[str], str]:
+    """The files under data/config/ (or ``folder``) that the validate stage would change
+    (written differently, new, or no longer written), computed without writing, as paths
+    relative to the project; and, for an invalid params.yaml, the error (validate stops
+    the run there: nothing after it runs)."""
+    from reprolab import config
+    from reprolab.core.io import json_text
+    from reprolab.stages import validate
+
+    try:
+        want = validate.files(root)
+    except config.ConfigError as exc:
+        return set(), f"params.yaml is invalid, dvc repro stops at validate: {exc}"
+    folder = folder or root / validate.CONFIG_DIR
+    have = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
+    changed = {
+        name
+        for name, content in want.items()
+        if name not in have or (folder / name).read_text() != json_text(content)
+    }
+    changed |= have - set(want)
+    return {f"{validate.CONFIG_DIR.as_posix()}/{name}" for name in changed}, ""
+
+
+def pending(root: Path) -> Pending:
+    """The stages a ``dvc repro`` of ``root`` would run now: those ``dvc status``
+    reports and every stage downstream whose inputs they change (see above)."""
+    import networkx as nx
+    from dvc.repo import lock_repo
+
+    root = Path(root).resolve()
+    with contextlib.chdir(root), _repo(root) as repo:
+        changed = {name: describe({name: c}) for name, c in repo.status().items()}
+        with lock_repo(repo):
+            graph = repo.index.graph  # an edge from each stage to the stages it depends on
+            order = list(
+                nx.lexicographical_topological_sort(
+                    graph.reverse(copy=True), key=lambda s: s.addressing
+                )
+            )
+            out = Pending(changed=changed, rerun=[], total=len(order))
+            running: set[str] = set(changed)
+            for stage in order:
+                name = stage.addressing
+                if name not in running:
+                    continue
+                out.rerun.append(name)
+                writes: set[str] | None = None  # unknown: every output may change
+                if name == "validate" and [o.def_path for o in stage.outs] == ["data/config"]:
+                    writes, out.stops = validate_writes(root)
+                for down in graph.predecessors(stage):  # the stages that depend on it
+                    if down.addressing in running:
+                        continue
+                    deps = {os.path.relpath(d.fs_path, root) for d in down.deps}
+                    hit = sorted(p for p in writes or () if any(_touches(d, {p}) for d in deps))
+                    if writes is None:
+                        out.why[down.addressing] = f"after {name}"
+                    elif hit:
+                        shown = ", ".join(hit[:3]) + (", ..." if len(hit) > 3 else "")
+                        out.why[down.addressing] = f"{shown} changes"
+                    else:
+                        continue
+                    running.add(down.addressing)
+    return out
+
+
+def format_pending(p: Pending, shown: int = 12, width: int = 110) -> str:
+    """The report of :func:`pending`: the stages ``dvc status`` names (the first
+    ``shown``, each cut at ``width`` characters), then every stage that would run, one
+    line per method, then why the downstream ones run."""
+    if not p.rerun:
+        return f"Everything is up to date: `dvc repro` would run none of the {p.total} stages.\n"
+
+    def cut(line: str) -> str:
+        return line if len(line) <= width else line[: width - 3] + "..."
+
+    lines = [f"`dvc repro` (make run) would run {len(p.rerun)} of {p.total} stages.", ""]
+    lines.append("Changed now (dvc status):")
+    for name, what in list(p.changed.items())[:shown]:
+        lines.append(cut(f"  {name}: {what}" if what else f"  {name}"))
+    if len(p.changed) > shown:
+        lines.append(f"  ... and {len(p.changed) - shown} more (dvc status lists them all)")
+    if p.stops:
+        lines += ["", p.stops]
+    groups: dict[str, list[str]] = {}  # a method's stages on one line, upstream first
+    for name in p.rerun:
+        stage, slug = split_name(name)
+        if slug is None:
+            groups.setdefault(stage, [])
+        elif stage == "assets":
+            groups.setdefault("assets", []).append(slug)
+        else:
+            groups.setdefault(slug, []).append(stage)
+    lines += ["", "Would run, per method (upstream first):"]
+    lines += [f"  {k}: {', '.join(v)}" if v else f"  {k}" for k, v in groups.items()]
+    follow = [n for n in p.rerun if n in p.why]
+    if follow:
+        lines += ["", "Why the stages after the changed ones run:"]
+        lines += [cut(f"  {n}: {p.why[n]}") for n in follow[:shown]]
+        if len(follow) > shown:
+            lines.append(f"  ... and {len(follow) - shown} more (--json lists them all)")
+        lines += [
+            "",
+            "A stage after one that reruns is listed; dvc repro still skips it when what it",
+            "reads comes out the same. validate's files (data/config) are compared exactly.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """``python -m reprolab status [--json]``."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="reprolab status",
+        description="which DVC stages a `dvc repro` would run now: what `dvc status` "
+        "reports and every stage downstream of it that its change reaches, per method",
+    )
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    args = parser.parse_args(argv)
+    from reprolab.paths import project_root
+
+    try:
+        root = project_root(Path.cwd())
+        p = pending(root)
+    except FileNotFoundError as exc:
+        print(f"reprolab status: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # DVC's own errors (a broken dvc.yaml, no DVC repository)
+        if type(exc).__module__.split(".")[0] != "dvc":
+            raise
+        print(f"reprolab status: DVC: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(p), indent=2))
+    else:
+        print(format_pending(p), end="")
+    return 0

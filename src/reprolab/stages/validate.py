@@ -31,7 +31,7 @@ from reprolab.core import io
 from reprolab.core.fingerprint import SHARED_CODE, code_text, fingerprint
 
 CONFIG_DIR = Path("data") / "config"
-__all__ = ["CONFIG_DIR", "SHARED_CODE", "code_fingerprint", "code_text", "run"]
+__all__ = ["CONFIG_DIR", "SHARED_CODE", "code_fingerprint", "code_text", "files", "run"]
 
 
 def code_fingerprint(root: Path, slug: str, which: str = "build") -> dict:
@@ -42,13 +42,21 @@ def code_fingerprint(root: Path, slug: str, which: str = "build") -> dict:
     return fingerprint(root, slug, which)
 
 
+def files(root: Path, project: config.ProjectConfig | None = None) -> dict[str, dict]:
+    """Every file this stage writes under ``data/config/``, by name: its content (what
+    ``python -m reprolab status`` compares with the files on disk, writing nothing)."""
+    project = project or config.load(root / "params.yaml")
+    out = config.resolved_files(project)
+    for slug in project.slugs:
+        out[f"{slug}.code.json"] = code_fingerprint(root, slug, "build")
+        out[f"{slug}.evaluate.code.json"] = code_fingerprint(root, slug, "evaluate")
+    return out
+
+
 def run(root: Path) -> dict:
     project = config.load(root / "params.yaml")
-    files = config.resolved_files(project)
-    for slug in project.slugs:
-        files[f"{slug}.code.json"] = code_fingerprint(root, slug, "build")
-        files[f"{slug}.evaluate.code.json"] = code_fingerprint(root, slug, "evaluate")
+    written = files(root, project)
     with io.atomic_dir(root / CONFIG_DIR) as tmp:
-        for name, content in files.items():
+        for name, content in written.items():
             io.write_json(tmp / name, content)
-    return {"files": len(files), "profile": project.profile, "methods": project.slugs}
+    return {"files": len(written), "profile": project.profile, "methods": project.slugs}
