@@ -147,3 +147,41 @@ def test_the_claims_use_the_joint_check_with_the_family_unit():
     assert by_id["mixing_vs_ood"].check == claims.Joint("mixing_time")
     for cid in ("fidelity_vs_ood", "mixing_vs_ood"):
         assert by_id[cid].unit == "group" and "family" in by_id[cid].unit_reason
+
+
+def test_graph_variants_are_the_graphs_their_parameter_names():
+    import types
+
+    from reprolab.methods.ff_graphs import graphs, method
+    from reprolab.methods.ff_graphs.config import FFGraphsConfig
+
+    cfg = FFGraphsConfig(search_trials=5, search_sizes=[32])
+    # dilated base 3 on 30 nodes: offsets 1, 3, 9, 27 (by hand)
+    adj = method.graph(cfg, "dilated", 30, None, 3)
+    offsets = {i - j for j, i in zip(*np.nonzero(adj), strict=True)}
+    assert offsets == {1, 3, 9, 27}
+    # window g is the width; random g the in-degree (node i reads min(i, g) nodes)
+    assert (method.graph(cfg, "window", 20, None, 6) == graphs.window(20, 6)).all()
+    rnd = method.graph(cfg, "random", 40, 1, 5)
+    np.testing.assert_array_equal(rnd.sum(axis=0), np.minimum(np.arange(40), 5))
+    # searched g: the number of offsets searched (at most g + 1 with the offset 1)
+    sea = method.graph(cfg, "searched", 64, 0, 1)
+    assert len({i - j for j, i in zip(*np.nonzero(sea), strict=True)}) <= 2
+    # the default graph is unchanged: dilated without g is the power-of-two graph
+    assert (method.graph(cfg, "dilated", 30, None) == graphs.dilated(30, 2)).all()
+    with pytest.raises(ValueError, match="no parameter"):
+        FFGraphsConfig(graph_params={"line": [2]})
+    with pytest.raises(ValueError, match=">= 2"):
+        FFGraphsConfig(graph_params={"dilated": [1]})
+    # units: each variant on the training seeds only; metric units on every seed
+    cfg = FFGraphsConfig(graph_params={"window": [2, 8]}, train_seeds=1, tasks=["majority"])
+    run = types.SimpleNamespace(cfg=cfg, seeds=[0, 1, 2], variants=["window", "random"])
+    units = method.units(run, ["majority"])
+    trained = [u for u in units if not graphs.is_metric_task(u.task)]
+    assert sorted((u.variant, u.param.get("g", 0), u.seed) for u in trained) == [
+        ("window", 0, 0),
+        ("window", 2, 0),
+        ("window", 8, 0),
+    ]
+    random_metric = [u for u in units if u.variant == "random"]
+    assert {u.seed for u in random_metric} == {0, 1, 2}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from reprolab.contract import DataSeed, MethodConfig, OptimConfig, mixin_field, prepare_field
 
@@ -45,6 +45,21 @@ class FFGraphsConfig(MethodConfig, DataSeed, OptimConfig):
     depth: int = Field(default=5, ge=1, le=12)
     heads: int = Field(default=2, ge=1)
     epochs: int = mixin_field(OptimConfig, "epochs", 6)
+
+    @field_validator("graph_params")
+    @classmethod
+    def _parameterised(cls, value: dict[str, list[int]]) -> dict[str, list[int]]:
+        """Only families with a parameter get variants, each value a valid one."""
+        lowest = {"window": 1, "dilated": 2, "random": 1, "searched": 1}
+        for family, values in value.items():
+            if family not in lowest:
+                raise ValueError(f"the {family} family has no parameter to vary")
+            if any(v < lowest[family] for v in values):
+                raise ValueError(f"{family}: parameter values >= {lowest[family]}, got {values}")
+            if len(set(values)) != len(values):
+                raise ValueError(f"{family}: repeated parameter values {values}")
+        return value
+
     batch_size: int = mixin_field(OptimConfig, "batch_size", 32)
 
 
