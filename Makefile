@@ -42,9 +42,12 @@ help: ## this list
 # The preloaded stage worker (src/reprolab/ops/worker.py) imports torch, Lightning, MLflow ...
 # once, so each stage process DVC starts skips ~2-6 s of imports; it is stopped when
 # dvc repro ends, whatever the outcome (and exits by itself after 10 idle minutes).
+# A dvc.lock left modified is explained (scripts/dvc_lock_note.py): on another CPU the
+# outputs' hashes differ in their last bits, and committing it is not needed.
 run: venv ## the whole pipeline (dvc repro, smoke profile) with the stage worker
 	$(BIN)/python -m reprolab worker start || echo "no stage worker: stages run in-process"
 	trap '$(BIN)/python -m reprolab worker stop' EXIT; $(BIN)/dvc repro
+	@$(BIN)/python scripts/dvc_lock_note.py || true
 	@echo "claims: data/reports/claims.md  |  MLflow UI: make ui"
 
 # Two pytest workers (pytest-xdist), one test module at a time (module fixtures such as
