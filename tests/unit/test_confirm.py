@@ -102,6 +102,29 @@ def test_a_confirmatory_run_refuses_a_tree_that_differs(project):
         confirm.verify(project, SLUG, entry)
 
 
+def test_a_method_readme_is_not_fixed_so_one_run_does_not_void_the_next(project):
+    """Every run regenerates the verdict blocks of the methods' READMEs (in src/): a
+    second registered run must still verify after the first one's blocks, uncommitted or
+    committed; a README elsewhere in src/ and any code stay fixed."""
+    readme = project / "src" / "reprolab" / "methods" / SLUG / "README.md"
+    readme.parent.mkdir(parents=True)
+    readme.write_text("# ttba\n")
+    _commit(project, "a method README")
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    readme.write_text("# ttba\n\nverdicts: reproduced\n")
+    confirm.verify(project, SLUG, entry)  # uncommitted block: still the registered tree
+    _commit(project, "the first run's verdict block")
+    confirm.verify(project, SLUG, entry)
+    (readme.parent / "method.py").write_text("y = 1\n")
+    with pytest.raises(confirm.ConfirmError, match="tree differs"):
+        confirm.verify(project, SLUG, entry)
+    (readme.parent / "method.py").unlink()
+    (project / "src" / "README.md").write_text("not a method README\n")
+    with pytest.raises(confirm.ConfirmError, match="tree differs"):
+        confirm.verify(project, SLUG, entry)
+
+
 def test_a_confirmatory_run_refuses_a_changed_config(project):
     entry = confirm.register(project, SLUG)
     _commit(project, "register")

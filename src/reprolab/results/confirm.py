@@ -17,8 +17,9 @@ registered item was fixed and committed before its data existed. The registratio
   replicate unit with its reason, the rule, central or not, out of reach or not);
 - the method's paper-profile config (``ledger.paper_config``: every setting, the premise
   thresholds a config holds, the evidence plan and budget) and its hash;
-- the code: the commit and the git tree of ``src/`` (which holds the analysis: the
-  rules, the family rule, the sequential plan), ``params.yaml`` and ``dvc.yaml``;
+- the code: the commit, a digest of every file of ``src/`` (which holds the analysis:
+  the rules, the family rule, the sequential plan) but the methods' READMEs
+  (:data:`NOT_FIXED`), and the git objects of ``params.yaml`` and ``dvc.yaml``;
 - the seeds: a block of the plan's ``max_seeds`` seeds from 1000 up that no committed
   result of the method (pooled run, held-out block, replay, probe, earlier
   registration) has used.
@@ -63,13 +64,31 @@ def _git(root: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
+#: what a registration does not fix inside :data:`FIXED_PATHS`: the methods' READMEs,
+#: whose verdict blocks every run regenerates (prose and generated tables, not code), so
+#: one run's results do not void the next registered run
+NOT_FIXED = ("src/reprolab/methods/*/README.md",)
+
+
 def _trees(root: Path, rev: str = "HEAD") -> dict[str, str]:
-    """The git object ids of :data:`FIXED_PATHS` at ``rev``."""
-    return {p: _git(root, "rev-parse", f"{rev}:{p}") for p in FIXED_PATHS}
+    """What a registration fixes: for ``src`` a digest of its files' blob ids at ``rev``
+    but :data:`NOT_FIXED`; for the others their git object ids."""
+    import fnmatch
+
+    listing = _git(root, "ls-tree", "-r", rev, "--", "src").splitlines()
+    code = [
+        line
+        for line in listing
+        if not any(fnmatch.fnmatch(line.split("\t", 1)[-1], pat) for pat in NOT_FIXED)
+    ]
+    out = {"src": "files:" + ledger.digest(code)}
+    out |= {p: _git(root, "rev-parse", f"{rev}:{p}") for p in FIXED_PATHS if p != "src"}
+    return out
 
 
 def _dirty(root: Path) -> str:
-    return _git(root, "status", "--porcelain", "--", *FIXED_PATHS)
+    excluded = [f":(exclude,glob){pat}" for pat in NOT_FIXED]
+    return _git(root, "status", "--porcelain", "--", *FIXED_PATHS, *excluded)
 
 
 def result_seeds(root: Path, slug: str) -> set[int]:
