@@ -27,6 +27,7 @@ import pandas as pd
 from reprolab.contract import Unit, is_runtime_metric
 from reprolab.core import entries, io
 from reprolab.core.claims import BASE_COLUMNS, SUPPORTED, VERDICTS, param_columns
+from reprolab.core.progress import Progress
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import EVIDENCE_TAG, log, verdict_params
 from reprolab.stages._common import (
@@ -213,63 +214,68 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
     order = sorted(units, key=lambda u: (ctx.spec.source_unit(u).sort_key(), u.sort_key()))
     loaded: tuple[Unit, dict] | None = None
     n_memo = 0
-    for i, unit in enumerate(order, 1):
-        source = ctx.spec.source_unit(unit)
-        task_data = data[unit.task]
-        measure_latency = bool(schemes) and source.variant not in latency_done
-        cached = memo.get(unit)
-        unit_started = time.perf_counter()
-        if cached is not None and not measure_latency:
-            rows += [(unit, precision, k, float(v)) for precision, k, v in cached]
-            n_memo += 1
+    # a line every REPROLAB_PROGRESS_SECONDS (25 s): one unit can take minutes (sampling)
+    with Progress(f"evaluate@{ctx.slug}", len(order)) as progress:
+        for i, unit in enumerate(order, 1):
+            progress.working_on(unit.id)
+            source = ctx.spec.source_unit(unit)
+            task_data = data[unit.task]
+            measure_latency = bool(schemes) and source.variant not in latency_done
+            cached = memo.get(unit)
+            unit_started = time.perf_counter()
+            if cached is not None and not measure_latency:
+                rows += [(unit, precision, k, float(v)) for precision, k, v in cached]
+                n_memo += 1
+                progress.advance()
+                if i % 25 == 0 or i == len(order):
+                    log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
+                continue
+            if loaded is None or loaded[0] != source:
+                state = trained.checkpoint(source)["state"]
+                model = hooks.restore(ctx.run, source, task_data, state)
+                models = {"fp32": model}
+                for precision in ctx.spec.precisions:
+                    if precision != "fp32":
+                        models[precision] = casts.cast(model, precision)
+                for scheme in schemes:
+                    qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
+                    arch = hooks.restore(ctx.run, source, task_data, state)
+                    models[scheme] = quant.restore_quantized(
+                        arch, scheme, qstate, keep_fp32=ctx.spec.quantization.keep_fp32
+                    )
+                loaded = (source, models)
+            models = loaded[1]
+            history = trained[source]
+            expected = set(ctx.spec.variant_metrics(unit.variant))
+            unit_rows = []
+            if cached is not None:
+                unit_rows, n_memo = list(cached), n_memo + 1
+            else:
+                for precision, m in models.items():
+                    metrics = hooks.evaluate_unit(ctx.run, m, unit, task_data, history)
+                    absent = sorted(expected - set(metrics))
+                    if absent:
+                        raise ValueError(
+                            f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
+                            f"declared headline metric(s) {absent}"
+                        )
+                    unit_rows += [(precision, k, float(v)) for k, v in metrics.items()]
+                memo.put(unit, unit_rows, time.perf_counter() - unit_started)
+            rows += [(unit, precision, k, v) for precision, k, v in unit_rows]
+            # Latency depends on the architecture, not on the task or seed: measure it once
+            # per trained variant, and only where a real low-bit kernel runs (fake
+            # quantization computes in fp32, so its latency says nothing).
+            if measure_latency:
+                latency_done.add(source.variant)
+                example = hooks.example_input(ctx.run, source, task_data)
+                for precision, m in models.items():
+                    if precision in efficiency and efficiency[precision]["real_kernel"]:
+                        efficiency[precision]["latency_ms"].append(
+                            quant.latency_ms(m, example)["median"]
+                        )
+            progress.advance()
             if i % 25 == 0 or i == len(order):
                 log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
-            continue
-        if loaded is None or loaded[0] != source:
-            state = trained.checkpoint(source)["state"]
-            model = hooks.restore(ctx.run, source, task_data, state)
-            models = {"fp32": model}
-            for precision in ctx.spec.precisions:
-                if precision != "fp32":
-                    models[precision] = casts.cast(model, precision)
-            for scheme in schemes:
-                qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
-                arch = hooks.restore(ctx.run, source, task_data, state)
-                models[scheme] = quant.restore_quantized(
-                    arch, scheme, qstate, keep_fp32=ctx.spec.quantization.keep_fp32
-                )
-            loaded = (source, models)
-        models = loaded[1]
-        history = trained[source]
-        expected = set(ctx.spec.variant_metrics(unit.variant))
-        unit_rows = []
-        if cached is not None:
-            unit_rows, n_memo = list(cached), n_memo + 1
-        else:
-            for precision, m in models.items():
-                metrics = hooks.evaluate_unit(ctx.run, m, unit, task_data, history)
-                absent = sorted(expected - set(metrics))
-                if absent:
-                    raise ValueError(
-                        f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
-                        f"declared headline metric(s) {absent}"
-                    )
-                unit_rows += [(precision, k, float(v)) for k, v in metrics.items()]
-            memo.put(unit, unit_rows, time.perf_counter() - unit_started)
-        rows += [(unit, precision, k, v) for precision, k, v in unit_rows]
-        # Latency depends on the architecture, not on the task or seed: measure it once
-        # per trained variant, and only where a real low-bit kernel runs (fake
-        # quantization computes in fp32, so its latency says nothing).
-        if measure_latency:
-            latency_done.add(source.variant)
-            example = hooks.example_input(ctx.run, source, task_data)
-            for precision, m in models.items():
-                if precision in efficiency and efficiency[precision]["real_kernel"]:
-                    efficiency[precision]["latency_ms"].append(
-                        quant.latency_ms(m, example)["median"]
-                    )
-        if i % 25 == 0 or i == len(order):
-            log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
     if n_memo:
         log(f"evaluate@{ctx.slug}: {n_memo} unit(s) read from the evaluation memo (same setting)")
     for precision, entry in efficiency.items():

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from reprolab.core import io
+from reprolab.core.progress import Progress
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.stages._common import PreparedData, context, read_units
@@ -78,43 +79,47 @@ def run(slug: str, root: Path) -> dict:
         bases: dict[str, quant.SharedBase | None] = dict.fromkeys(schemes)
         stored: dict[str, int] = {}
         with io.atomic_dir(out) as tmp:
-            for i, unit in enumerate(units, 1):
-                ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
-                task_data = data[unit.task]
-                model = hooks.restore(ctx.run, unit, task_data, ckpt["state"])
-                calib = _calibration(hooks, ctx.run, unit, task_data, model)
-                sizes.setdefault(
-                    "fp32",
-                    {
-                        "bytes": quant.state_bytes(model),
-                        "effective_bytes": quant.effective_bytes(model),
-                    },
-                )
-                thresholds = None  # calibrated once per unit, shared by the schemes
-                for scheme, parsed_scheme in zip(schemes, parsed, strict=True):
-                    t0 = time.perf_counter()
-                    if parsed_scheme.needs_calibration and thresholds is None and calib:
-                        thresholds = quant.calibrate_thresholds(model, calib)
-                    qmodel = quant.quantize(
-                        model, scheme, calibration=calib, thresholds=thresholds, keep_fp32=keep
-                    )
-                    seconds[scheme] += time.perf_counter() - t0
-                    _add_coverage(covered[scheme], quant.coverage(model, qmodel))
-                    target = tmp / f"{unit.id}.{scheme}.pt"
-                    bases[scheme] = quant.save_state(qmodel.state_dict(), target, bases[scheme])
-                    stored[scheme] = stored.get(scheme, 0) + target.stat().st_size
+            # a line every REPROLAB_PROGRESS_SECONDS (25 s): a unit can take minutes
+            with Progress(f"quantize@{slug}", len(units)) as progress:
+                for i, unit in enumerate(units, 1):
+                    progress.working_on(unit.id)
+                    ckpt = torch.load(ctx.paths.checkpoints / f"{unit.id}.pt", weights_only=True)
+                    task_data = data[unit.task]
+                    model = hooks.restore(ctx.run, unit, task_data, ckpt["state"])
+                    calib = _calibration(hooks, ctx.run, unit, task_data, model)
                     sizes.setdefault(
-                        scheme,
+                        "fp32",
                         {
-                            "bytes": quant.state_bytes(qmodel),
-                            "effective_bytes": quant.effective_bytes(qmodel),
+                            "bytes": quant.state_bytes(model),
+                            "effective_bytes": quant.effective_bytes(model),
                         },
                     )
-                    if calib:
-                        for layer, err in quant.layer_errors(model, qmodel, calib).items():
-                            layer_err[scheme].setdefault(layer, []).append(err)
-                if i % 25 == 0 or i == len(units):
-                    log(f"quantize@{slug}: {i}/{len(units)} units")
+                    thresholds = None  # calibrated once per unit, shared by the schemes
+                    for scheme, parsed_scheme in zip(schemes, parsed, strict=True):
+                        t0 = time.perf_counter()
+                        if parsed_scheme.needs_calibration and thresholds is None and calib:
+                            thresholds = quant.calibrate_thresholds(model, calib)
+                        qmodel = quant.quantize(
+                            model, scheme, calibration=calib, thresholds=thresholds, keep_fp32=keep
+                        )
+                        seconds[scheme] += time.perf_counter() - t0
+                        _add_coverage(covered[scheme], quant.coverage(model, qmodel))
+                        target = tmp / f"{unit.id}.{scheme}.pt"
+                        bases[scheme] = quant.save_state(qmodel.state_dict(), target, bases[scheme])
+                        stored[scheme] = stored.get(scheme, 0) + target.stat().st_size
+                        sizes.setdefault(
+                            scheme,
+                            {
+                                "bytes": quant.state_bytes(qmodel),
+                                "effective_bytes": quant.effective_bytes(qmodel),
+                            },
+                        )
+                        if calib:
+                            for layer, err in quant.layer_errors(model, qmodel, calib).items():
+                                layer_err[scheme].setdefault(layer, []).append(err)
+                    progress.advance()
+                    if i % 25 == 0 or i == len(units):
+                        log(f"quantize@{slug}: {i}/{len(units)} units")
             errors = {
                 scheme: {layer: float(np.mean(v)) for layer, v in by_layer.items()}
                 for scheme, by_layer in layer_err.items()

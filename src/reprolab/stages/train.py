@@ -31,6 +31,7 @@ from pathlib import Path
 from reprolab.contract import TrainedUnit, Unit, is_runtime_metric
 from reprolab.core import io
 from reprolab.core.devices import check_device
+from reprolab.core.progress import Progress
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import log
 from reprolab.ops import executor
@@ -116,26 +117,32 @@ def run(slug: str, root: Path) -> dict:
             )
             log(f"train@{slug} [{n}/{len(units)}] {unit.id}: {shown} ({seconds:.1f}s)")
 
-        if executor.is_local() or not todo:
-            for unit in todo:
-                # the unit's MLflow run is open while it trains: a failure marks it FAILED
-                with tracker.unit_run(
-                    unit_label(unit), unit_params(unit), unit_tags(unit)
-                ) as run_id:
-                    t0 = time.perf_counter()
-                    n = units.index(unit) + 1
-                    label = f"train@{slug} [{n}/{len(units)}] {unit.id}"
-                    result = _train_one(ctx, hooks, data, partial, unit, label)
-                    write(unit, result, time.perf_counter() - t0, n, run_id)
-        else:
+        # a line every REPROLAB_PROGRESS_SECONDS (25 s) while units train: one unit can
+        # take minutes
+        with Progress(f"train@{slug}", len(units), done=len(units) - len(todo)) as progress:
+            if executor.is_local() or not todo:
+                for unit in todo:
+                    progress.working_on(unit.id)
+                    # the unit's MLflow run is open while it trains: a failure marks it FAILED
+                    with tracker.unit_run(
+                        unit_label(unit), unit_params(unit), unit_tags(unit)
+                    ) as run_id:
+                        t0 = time.perf_counter()
+                        n = units.index(unit) + 1
+                        label = f"train@{slug} [{n}/{len(units)}] {unit.id}"
+                        result = _train_one(ctx, hooks, data, partial, unit, label)
+                        write(unit, result, time.perf_counter() - t0, n, run_id)
+                    progress.advance()
+            else:
 
-            def record(unit: Unit, result: TrainedUnit, seconds: float, n: int) -> None:
-                with tracker.unit_run(
-                    unit_label(unit), unit_params(unit), unit_tags(unit)
-                ) as run_id:
-                    write(unit, result, seconds, n, run_id)
+                def record(unit: Unit, result: TrainedUnit, seconds: float, n: int) -> None:
+                    with tracker.unit_run(
+                        unit_label(unit), unit_params(unit), unit_tags(unit)
+                    ) as run_id:
+                        write(unit, result, seconds, n, run_id)
+                    progress.advance()
 
-            _train_on_dask(slug, root, fingerprint, todo, record, len(units))
+                _train_on_dask(slug, root, fingerprint, todo, record, len(units))
 
         with io.atomic_dir(ctx.paths.checkpoints) as tmp:
             for unit in units:
