@@ -151,9 +151,11 @@ def test_prepared_arrays_store_without_pickle(tmp_path):
     path = io.save_arrays(tmp_path, "synth", arrays)
     back = io.load_arrays(path)
     assert all(np.array_equal(back[k], v) for k, v in arrays.items())
-    assert set(back["test_template"]) <= set(meta["test_templates"])
-    assert not set(back["train_template"]) & set(meta["test_templates"])
-    pairs = {arm: method.sft_pairs(back, arm) for arm in P.ARMS}
+    held_out = meta["held_out_by_seed"]["0"]
+    train_rows, test_rows = method.unit_rows(cfg, back, 0)
+    assert set(back["test_template"][test_rows]) <= set(held_out)
+    assert not set(back["train_template"][train_rows]) & set(held_out)
+    pairs = {arm: method.sft_pairs(back, arm, train_rows) for arm in P.ARMS}
     assert [p for p, _ in pairs["code_first"]] == [p for p, _ in pairs["cot_first"]]
     assert all(
         sorted(a) == sorted(b)
@@ -169,12 +171,11 @@ def test_ended_within_counts_answers_that_ended_inside_the_budget():
     assert method.ended_within(reasons, used, 9) == 0.0
 
 
-def test_finish_check_reports_every_budget_step_and_only_training_templates(
+def test_finish_check_reports_every_budget_step_on_training_and_held_out_templates(
     tok, monkeypatch, tmp_path
 ):
     cfg = method.CotOrderConfig(finish_check=3, max_new_tokens=70)
-    train, test = P.split_templates(cfg.held_out_per_family, cfg.data_seed)
-    data = {"train_template": np.array(train)}
+    train, test = method.split_for(cfg, 5)
     seen = []
     real = lm.generate
 
@@ -184,11 +185,15 @@ def test_finish_check_reports_every_budget_step_and_only_training_templates(
 
     monkeypatch.setattr(lm, "generate", spy)
     monkeypatch.setattr(method, "tokenizer", lambda folder: tok)
-    run = Run(spec=SPEC, cfg=cfg, seeds=(0,), root=tmp_path, assets={lm.ASSET: tmp_path})
-    signals = method.finish_signals(run, _model(tok, layers=1), data)
-    assert sorted(signals) == ["train_ended", "train_ended_at_32", "train_ended_at_64"]
+    run = Run(spec=SPEC, cfg=cfg, seeds=(5,), root=tmp_path, assets={lm.ASSET: tmp_path})
+    signals = method.finish_signals(run, _model(tok, layers=1), {}, 5)
+    assert sorted(signals) == sorted(
+        f"{w}_ended{s}" for w in ("train", "held_out") for s in ("", "_at_32", "_at_64")
+    )
     assert all(0.0 <= v <= 1.0 for v in signals.values())
-    assert signals["train_ended_at_32"] <= signals["train_ended_at_64"] <= signals["train_ended"]
-    # the prompts are fresh problems of training templates, never test templates
-    names = {p.split("`")[1].rsplit("_", 1)[0] for p in seen}
-    assert len(seen) == 3 and names <= set(train) and not names & set(test)
+    for w in ("train", "held_out"):
+        assert signals[f"{w}_ended_at_32"] <= signals[f"{w}_ended_at_64"] <= signals[f"{w}_ended"]
+    # fresh problems: the first three of the seed's training templates, then of its
+    # held-out templates (never the prepared test problems)
+    names = [p.split("`")[1].rsplit("_", 1)[0] for p in seen]
+    assert len(seen) == 6 and set(names[:3]) <= set(train) and set(names[3:]) <= set(test)

@@ -12,11 +12,12 @@ from reprolab.contract import DataSeed, MethodConfig, prepare_field
 
 class CotOrderConfig(MethodConfig, DataSeed):
     # ------------------------------------------------------------------ data (prepare)
-    #: whole templates of each family kept for the test split (programs.split_templates)
+    #: whole templates of each family kept for the test split, drawn per seed
+    #: (programs.seed_split: every seed holds out its own, a seed always the same ones)
     held_out_per_family: int = prepare_field(1, ge=1, le=3)
-    #: SFT examples (the same examples, in the same order, for every arm)
+    #: SFT examples per seed (the same examples, in the same order, for every arm)
     n_train: int = prepare_field(16, ge=1)
-    #: problems of the own test split (held-out templates)
+    #: problems of the own test split per seed (its held-out templates)
     n_test: int = prepare_field(6, ge=1)
     #: assert statements per problem
     n_tests: int = prepare_field(5, ge=1, le=20)
@@ -44,9 +45,10 @@ class CotOrderConfig(MethodConfig, DataSeed):
     #: that stops after the code block; one generate call per model and precision)
     max_new_tokens: int = Field(default=24, ge=1)
     gen_batch: int = Field(default=8, ge=1)
-    #: a training signal for choosing ``max_new_tokens``: after SFT, decode this many
-    #: fresh problems of the *training* templates (never the test templates) and record
-    #: the share whose answer ended (closing fence or end of text) within each budget
+    #: a generation signal for choosing ``max_new_tokens`` (method.budget_for): after
+    #: SFT, decode this many fresh problems of the seed's training templates and as many
+    #: of its held-out templates (never the test problems) and record the share whose
+    #: answer ended (closing fence or end of text) within each budget
     #: (``TrainedUnit.signals``, read by ``make probe``); 0: none (paper runs)
     finish_check: int = Field(default=0, ge=0)
     #: sandboxes run at a time when scoring

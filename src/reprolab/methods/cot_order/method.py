@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,10 +52,18 @@ def _strings(values: Sequence[str]) -> np.ndarray:
 
 
 def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
+    """A pool of problems of *every* template (``train_*``: SFT examples, ``test_*``:
+    test problems, from separate generators); each seed's held-out templates are drawn
+    per seed (:func:`programs.seed_split`) and :func:`unit_rows` picks that seed's
+    training examples and test problems from the pool. Enough per template that any
+    split gets ``n_train`` examples and ``n_test`` problems."""
     cfg = run.cfg
-    train_t, test_t = P.split_templates(cfg.held_out_per_family, cfg.data_seed)
-    train = P.generate(train_t, cfg.n_train, cfg.data_seed, cfg.n_tests)
-    test = P.generate(test_t, cfg.n_test, cfg.data_seed + 1, cfg.n_tests)
+    names = [t.name for t in P.TEMPLATES]
+    n_held = 3 * cfg.held_out_per_family
+    per_train = -(-cfg.n_train // (len(names) - n_held))
+    per_test = -(-cfg.n_test // n_held)
+    train = P.generate(names, per_train * len(names), cfg.data_seed, cfg.n_tests)
+    test = P.generate(names, per_test * len(names), cfg.data_seed + 1, cfg.n_tests)
     problems = humaneval.load(cfg.n_humaneval) if cfg.n_humaneval else []
     arrays = {
         "train_template": _strings([e.template for e in train]),
@@ -74,11 +82,36 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         "he_tests": _strings([p.tests() for p in problems]),
     }
     meta = {
-        "train_templates": train_t,
-        "test_templates": test_t,
-        "sizes": {"train": len(train), "test": len(test), "humaneval": len(problems)},
+        "templates": names,
+        "held_out_by_seed": {
+            str(s): split_for(cfg, int(s))[1] for s in run.seeds if str(s).lstrip("-").isdigit()
+        },
+        "sizes": {
+            "train_pool": len(train),
+            "test_pool": len(test),
+            "train": cfg.n_train,
+            "test": cfg.n_test,
+            "humaneval": len(problems),
+        },
     }
     return {TASK: arrays}, meta
+
+
+def split_for(cfg: CotOrderConfig, seed: int) -> tuple[list[str], list[str]]:
+    """(train, held-out) templates of replicate ``seed``: drawn per seed, fixed for it."""
+    return P.seed_split(cfg.held_out_per_family, cfg.data_seed, seed)
+
+
+def unit_rows(cfg: CotOrderConfig, data: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of the training pool, rows of the test pool) of replicate ``seed``: the
+    first ``n_train`` examples of its training templates and the first ``n_test``
+    problems of its held-out templates, in pool order (round-robin over templates)."""
+    train_t, test_t = split_for(cfg, seed)
+    train = np.flatnonzero(np.isin(data["train_template"], train_t))[: cfg.n_train]
+    test = np.flatnonzero(np.isin(data["test_template"], test_t))[: cfg.n_test]
+    if len(train) < cfg.n_train or len(test) < cfg.n_test:
+        raise ValueError(f"the prepared pool is too small for seed {seed}")
+    return train, test
 
 
 def train_examples(data: dict) -> list[P.Example]:
@@ -96,10 +129,14 @@ def train_examples(data: dict) -> list[P.Example]:
     ]
 
 
-def sft_pairs(data: dict, arm: str) -> list[tuple[str, str]]:
-    """(prompt, completion) of every training example for ``arm``: the same examples in
-    the same order for every arm; only the order inside the completion differs."""
-    return [(P.prompt(e), P.target(e, arm)) for e in train_examples(data)]
+def sft_pairs(data: dict, arm: str, rows: Sequence[int] | None = None) -> list[tuple[str, str]]:
+    """(prompt, completion) of the training examples ``rows`` (default: the whole pool)
+    for ``arm``: the same examples in the same order for every arm; only the order
+    inside the completion differs."""
+    examples = train_examples(data)
+    if rows is not None:
+        examples = [examples[int(i)] for i in rows]
+    return [(P.prompt(e), P.target(e, arm)) for e in examples]
 
 
 # ---------------------------------------------------------------- model
@@ -189,9 +226,15 @@ def train_unit(
     if cfg.lora_layers > n:
         raise ValueError(f"lora_layers={cfg.lora_layers} but the model has {n} layers")
     first = n - cfg.lora_layers
+    import torch
+
     t0 = time.perf_counter()
-    pairs = sft_pairs(data, unit.variant)
-    hidden, mask, labels = _cached_hidden(cfg, folder, model, pairs, first)
+    # the frozen layers' output over the whole pool, once per arm; the seed's rows of it
+    pool = sft_pairs(data, unit.variant)
+    hidden, mask, labels = _cached_hidden(cfg, folder, model, pool, first)
+    rows = torch.as_tensor(unit_rows(cfg, data, int(unit.seed))[0])
+    width = int(mask[rows].sum(dim=1).max())  # right-padded: drop the pool's extra width
+    hidden, mask, labels = hidden[rows, :width], mask[rows, :width], labels[rows, :width]
     cache_s = time.perf_counter() - t0
     top = sft.truncate_to_top(model, cfg.lora_layers)
     module = sft.module_class()(
@@ -210,8 +253,11 @@ def train_unit(
     signals = {}
     if cfg.finish_check:
         merged = sft.merged(base_model(cfg, folder), state, cfg.lora_r, cfg.lora_alpha)
-        signals = finish_signals(run, merged, data)
-        progress(f"answers ended within {cfg.max_new_tokens} tokens: {signals['train_ended']:.0%}")
+        signals = finish_signals(run, merged, data, int(unit.seed))
+        progress(
+            f"answers ended within {cfg.max_new_tokens} tokens: training templates "
+            f"{signals['train_ended']:.0%}, held-out {signals['held_out_ended']:.0%}"
+        )
     return TrainedUnit(
         state=state,
         history=history,
@@ -224,27 +270,59 @@ def train_unit(
 BUDGET_STEP = 32
 
 
-def finish_signals(run: Run, model, data: dict) -> dict[str, float]:
-    """The share of answers to ``finish_check`` fresh problems of the *training* templates
-    that ended (closing fence or end of text) within ``max_new_tokens``, and within each
-    multiple of 32 tokens below it (``train_ended_at_<budget>``). A signal for choosing the
-    token budget, read on training templates only."""
+def finish_signals(run: Run, model, data: dict, seed: int) -> dict[str, float]:
+    """The share of answers that ended (closing fence or end of text) within
+    ``max_new_tokens``, and within each multiple of 32 tokens below it
+    (``<where>_ended_at_<budget>``), on ``finish_check`` fresh problems of the seed's
+    *training* templates (``train_``) and as many of its *held-out* templates
+    (``held_out_``; fresh problems from their own generator, never the test problems).
+    A generation signal for choosing the token budget (:func:`budget_for`): whether an
+    answer ends, never whether it passes."""
     cfg = run.cfg
-    templates = sorted({str(t) for t in data["train_template"]})
-    fresh = P.generate(templates, cfg.finish_check, cfg.data_seed + 2, cfg.n_tests)
+    train_t, test_t = split_for(cfg, seed)
+    groups = {
+        "train": P.generate(train_t, cfg.finish_check, cfg.data_seed + 2, cfg.n_tests),
+        "held_out": P.generate(test_t, cfg.finish_check, cfg.data_seed + 3, cfg.n_tests),
+    }
+    prompts = [P.prompt(e) for examples in groups.values() for e in examples]
     gen = lm.generate(
         model,
         tokenizer(run.asset(lm.ASSET)),
-        [P.prompt(e) for e in fresh],
+        prompts,
         cfg.max_new_tokens,
         batch_size=cfg.gen_batch,
         stop=STOP,
     )
-    used = [len(t) for t in gen.tokens]
-    out = {"train_ended": ended_within(gen.finish_reasons, used, cfg.max_new_tokens)}
-    for budget in range(BUDGET_STEP, cfg.max_new_tokens, BUDGET_STEP):
-        out[f"train_ended_at_{budget}"] = ended_within(gen.finish_reasons, used, budget)
+    out: dict[str, float] = {}
+    for g, where in enumerate(groups):
+        part = slice(g * cfg.finish_check, (g + 1) * cfg.finish_check)
+        reasons, used = gen.finish_reasons[part], [len(t) for t in gen.tokens[part]]
+        out[f"{where}_ended"] = ended_within(reasons, used, cfg.max_new_tokens)
+        for budget in range(BUDGET_STEP, cfg.max_new_tokens, BUDGET_STEP):
+            out[f"{where}_ended_at_{budget}"] = ended_within(reasons, used, budget)
     return out
+
+
+#: the share of answers that must end inside the budget, in every arm (issue 46)
+FINISH_TARGET = 0.95
+
+
+def budget_for(
+    shares: Mapping[str, Mapping[int, float]], target: float = FINISH_TARGET
+) -> tuple[int, bool]:
+    """The smallest budget at which every arm's share of ended answers reaches
+    ``target`` (``shares``: arm -> budget -> share, from the finish check), and True; if
+    no budget measured reaches it in every arm, the budget with the largest
+    worst-arm share (the smallest of those tied) and False."""
+    budgets = sorted(set.intersection(*(set(v) for v in shares.values())))
+    if not budgets:
+        raise ValueError("no budget measured in every arm")
+    worst = {b: min(arm[b] for arm in shares.values()) for b in budgets}
+    for b in budgets:
+        if worst[b] >= target:
+            return b, True
+    best = max(worst.values())
+    return min(b for b in budgets if worst[b] == best), False
 
 
 def ended_within(reasons: Sequence[str], used: Sequence[int], budget: int) -> float:
@@ -318,7 +396,8 @@ def _rates(
 def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
     cfg = run.cfg
     tok = tokenizer(run.asset(lm.ASSET))
-    own = [str(p) for p in data["test_prompt"]]
+    rows = unit_rows(cfg, data, int(unit.seed))[1]  # the seed's held-out templates
+    own = [str(data["test_prompt"][i]) for i in rows]
     he = [str(p) for p in data["he_prompt"]]
     gen = lm.generate(model, tok, own + he, cfg.max_new_tokens, batch_size=cfg.gen_batch, stop=STOP)
     k = len(own)
@@ -326,7 +405,7 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
         gen.texts[:k],
         gen.failed[:k],
         lambda i, code: code,
-        [str(t) for t in data["test_tests"]],
+        [str(data["test_tests"][i]) for i in rows],
         cfg.sandbox_workers,
     )
     stubs = [str(s) for s in data["he_stub"]]
@@ -344,22 +423,23 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]):
     }
 
 
-def _ids(cfg: CotOrderConfig, folder: Path, data: dict, rows: int):
+def _ids(run: Run, unit: Unit, data: dict, n: int):
     import torch
 
-    tok = tokenizer(folder)
-    prompts = [P.prompt(e) for e in train_examples(data)[:rows]]
-    return [torch.tensor([list(tok(p).input_ids)]) for p in prompts]
+    tok = tokenizer(run.asset(lm.ASSET))
+    examples = train_examples(data)
+    rows = unit_rows(run.cfg, data, int(unit.seed))[0][:n]
+    return [torch.tensor([list(tok(P.prompt(examples[int(i)])).input_ids)]) for i in rows]
 
 
 def example_input(run: Run, unit: Unit, data: dict):
-    """One training prompt's token ids (a forward pass of the whole prompt)."""
-    return _ids(run.cfg, run.asset(lm.ASSET), data, 1)[0]
+    """One of the unit's training prompts' token ids (a forward pass of the whole prompt)."""
+    return _ids(run, unit, data, 1)[0]
 
 
 def calibration_inputs(run: Run, unit: Unit, data: dict, model) -> list:
-    """Training prompts (never test prompts), one row each."""
-    return _ids(run.cfg, run.asset(lm.ASSET), data, 4)
+    """The unit's training prompts (never its held-out templates), one row each."""
+    return _ids(run, unit, data, 4)
 
 
 plots = figures_hook()

@@ -332,7 +332,7 @@ TEMPLATES: tuple[Template, ...] = (
 BY_NAME = {t.name: t for t in TEMPLATES}
 
 
-def split_templates(held_out_per_family: int, seed: int) -> tuple[list[str], list[str]]:
+def split_templates(held_out_per_family: int, seed: int | str) -> tuple[list[str], list[str]]:
     """(train templates, test templates): ``held_out_per_family`` whole templates of each
     family, chosen by ``seed``, are kept for testing only."""
     rng = random.Random(seed)
@@ -348,6 +348,13 @@ def split_templates(held_out_per_family: int, seed: int) -> tuple[list[str], lis
         train += [n for n in names if n not in held]
         test += [n for n in names if n in held]
     return train, test
+
+
+def seed_split(held_out_per_family: int, data_seed: int, seed: int) -> tuple[list[str], list[str]]:
+    """The (train, test) templates of replicate ``seed``: :func:`split_templates` drawn
+    per seed (issue 46), from the key ``"<data_seed>/<seed>"``, so every seed holds out
+    its own templates, and a seed always the same ones."""
+    return split_templates(held_out_per_family, f"{int(data_seed)}/{int(seed)}")
 
 
 def _function(template: Template, name: str, params: dict) -> str:
