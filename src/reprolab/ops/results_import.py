@@ -214,13 +214,29 @@ def _description(slug: str) -> str:
         return ""
 
 
+def imported_runs(tracker) -> list:
+    """Every live run imported into ``tracker``'s experiment (all pages)."""
+    runs, token = [], None
+    while True:
+        page = tracker.client.search_runs(
+            [tracker.experiment_id],
+            filter_string=f"tags.`reprolab.kind` = '{KIND}'",
+            max_results=1000,
+            page_token=token,
+        )
+        runs += list(page)
+        token = page.token
+        if not token:
+            return runs
+
+
 def import_results(
     root: Path, results: Path | None = None, say=print, done=print
 ) -> dict[str, int]:
     """Import every results folder under ``results`` (default ``root/docs/results``)
     into the store of ``MLFLOW_TRACKING_URI`` (from ``root/mlflow.env`` unless already
     set); returns the counts ``added``, ``replaced``, ``unchanged``. ``say`` gets a line
-    per folder, ``done`` the summary."""
+    per folder, ``done`` the first line and the summary."""
     from mlflow.entities import Metric, Param, RunTag
 
     from reprolab.core import tracking
@@ -235,22 +251,23 @@ def import_results(
     found = folders(results)
     if not found:
         raise ResultsImportError(f"{results}: no results folder holds a claims.json")
-    say(f"importing {len(found)} results folders from {results} into {uri}")
+    done(f"importing {len(found)} results folders from {results} into {uri}")
     counts = {"added": 0, "replaced": 0, "unchanged": 0}
     trackers: dict[str, tracking.Tracker] = {}
+    imported: dict[str, list] = {}  # folder -> the runs imported from it before
     for i, folder in enumerate(found, 1):
         what = describe(folder, root)
         if folder.slug not in trackers:
             trackers[folder.slug] = tracking.Tracker(
                 root, folder.slug, KIND, what["tags"]["profile"], _description(folder.slug)
             )
+            # one query per method: every run imported into its experiment before
+            for run in imported_runs(trackers[folder.slug]):
+                imported.setdefault(run.data.tags.get(FOLDER_TAG, ""), []).append(run)
         tracker = trackers[folder.slug]
         client = tracker.client
         rel = what["tags"][FOLDER_TAG]
-        held = client.search_runs(
-            [tracker.experiment_id],
-            filter_string=f"tags.`{FOLDER_TAG}` = '{rel}' and tags.`reprolab.kind` = '{KIND}'",
-        )
+        held = imported.get(rel, [])
         same = [r for r in held if r.data.tags.get(HASH_TAG) == what["tags"][HASH_TAG]]
         where = f"[{i}/{len(found)}] {rel}"
         if same:
