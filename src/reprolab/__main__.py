@@ -4,7 +4,8 @@ of the operations commands that must not load the rest of reprolab.
 Two kinds of commands, routed in one place each:
 
 - the **operations commands** (``reprolab.ops.COMMANDS``: ``worker
-  start|stop|status|serve`` and ``mlflow-server``) are routed here first, before
+  start|stop|status|serve``, ``mlflow-server``, ``mlflow import-results`` and ``status``)
+  are routed here first, before
   anything else of reprolab is imported: the stage worker's server must stay free of
   the stages, core and methods (each stage forked from it imports them afresh), and the
   MLflow server needs none of them;
