@@ -262,3 +262,21 @@ def test_bandpass_claim_reads_the_t_interval_on_bandpass_graphs_only(diff, expec
     assert result["measured"]["ci_high"] == pytest.approx(hi)
     verdict = {"above": "reproduced", "below": "not_reproduced", "straddles": "inconclusive"}
     assert result["verdict"] == verdict[expected]
+
+
+def test_heterophilic_claims_read_only_the_graphs_above_the_bound():
+    """HETERO is (0.05, 0.1, 0.15): rows of a former h = 0.3 graph (no graph signal),
+    where GrokFormer is far below GCN, must not enter (it would pull the mean down by
+    0.125); the unit is the seed, the mean over the three heterophilic graphs."""
+    table = _table({}, np.array([0.05, 0.04, 0.06, 0.05, 0.03, 0.07]))
+    old = table[table.task == "csbm_h0.15_d0"].copy()
+    old["task"], old["homophily"] = "csbm_h0.30_d0", 0.3
+    old.loc[(old.variant == "grokformer") & (old.metric == "acc"), "value"] -= 0.5
+    result = _claim("hetero_not_below_gcn").evaluate(
+        pd.concat([table, old], ignore_index=True), "fp32", "paper"
+    )
+    assert HETERO == (0.05, 0.1, 0.15)
+    assert result["verdict"] == "reproduced"
+    assert result["measured"]["n"] == len(_SEEDS)
+    diffs = np.array([0.05 + 0.002 * s for s in _SEEDS])
+    assert result["measured"]["value"] == pytest.approx(diffs.mean())
