@@ -47,7 +47,8 @@ def test_cot_order_trains_quantizes_and_evaluates_the_real_model(asset, tmp_path
     run = Run(spec=SPEC, cfg=cfg, seeds=(0, 1), root=root, assets={lm.ASSET: folder})
     datasets, meta = method.prepare(run, root)
     data = datasets[method.TASK]
-    assert len(meta["test_templates"]) == 6 and len(data["he_prompt"]) == 0
+    held_out = meta["held_out_by_seed"]
+    assert len(held_out["0"]) == 6 and len(data["he_prompt"]) == 0
 
     base = method.base_model(cfg, folder)
     assert base.config.num_hidden_layers == 30
