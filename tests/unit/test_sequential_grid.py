@@ -110,7 +110,7 @@ def test_vectorised_intervals_match_the_engine():
                 assert high[i] == pytest.approx(iv.high, rel=1e-12, abs=1e-12)
 
 
-CLAIM = "rotation_fusion/rotation_gt_perm_seeds"
+CLAIM = "semiclipped/beats_tvn"
 
 
 def test_a_claims_own_shape_is_its_seed_values():
