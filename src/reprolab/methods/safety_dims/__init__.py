@@ -12,6 +12,8 @@ from reprolab.methods.safety_dims.config import PROFILE_DEFAULTS, SafetyDimsConf
 
 _REMOVAL = ("refusal_score_drop", "refusal_drop", "trigger_share")
 _SHIFT = (
+    "secondary_ratio_mid",
+    "dominant_share_mid",
     "eff_rank_90",
     "comp0_acc_mid",
     "comp0_vs_random_mid",
@@ -47,7 +49,7 @@ SPEC = MethodSpec(
         Variant(
             "control_tuned",
             "the harmless control: LoRA tuned on benign prompts alone (compliant opening), "
-            "as many rows and steps as safety_tuned; the null of the shift's rank",
+            "as many rows and steps as safety_tuned; the null of the shift's secondary-to-dominant ratio",
             metrics=_SHIFT,
         ),
         Variant(

@@ -5,9 +5,13 @@ safety fine-tuning at one layer (n prompts x d), the paper (Pan et al. 2025; cod
 ``BMPixel/safety-residual-space``) takes the shift ``Y - X``, its uncentred SVD, and the
 eigenvalues ``s**2 / (n - 1)``:
 
+- :func:`secondary_ratio`: the paper's picture of the shift, "a dominant direction
+  [...] while multiple smaller directions" (abstract), as one number: the variance of
+  the next k components (1..k) in units of component 0's, ``sum(ev[1:k+1]) / ev[0]``
+  (0 for a shift along one direction, k for k + 1 equal ones); the central claim
+  compares it with a harmless control fine-tune's shift (issue 46);
 - :func:`effective_rank`: the smallest k whose leading eigenvalues reach a variance
-  share tau (the code sweeps tau from 0.4 to 0.9); > 1 at tau = 0.9 means the shift is
-  not one direction;
+  share tau (the code sweeps tau from 0.4 to 0.9), kept as a diagnostic;
 - :func:`probe_accuracy`: how well the projection on one component separates refused
   from answered prompts (component 0 should be the refusal direction), a threshold fitted
   on one half of the prompts and scored on the other;
@@ -71,6 +75,18 @@ def shift_spectrum(before: np.ndarray, after: np.ndarray) -> Spectrum:
         raise ValueError("need at least 2 prompts")
     _, s, vt = np.linalg.svd(after - before, full_matrices=False)
     return Spectrum(s**2 / (n - 1), vt)
+
+
+def secondary_ratio(eigenvalues: Sequence[float], k: int) -> float:
+    """Variance of components 1..k over that of component 0 (eigenvalues sorted
+    descending first): how much the secondary directions hold next to the dominant one.
+    Fewer than k + 1 eigenvalues count the missing ones as 0."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    ev = np.sort(np.asarray(eigenvalues, float))[::-1]
+    if ev.size == 0 or ev[0] <= 0:
+        raise ValueError("the shift is zero: no dominant direction")
+    return float(ev[1 : k + 1].sum() / ev[0])
 
 
 def effective_rank(eigenvalues: Sequence[float], tau: float) -> int:
@@ -229,6 +245,9 @@ def analyse(base, tuned, cfg: Any, data: dict, seed: int) -> dict[str, float]:
     comp0_acc, probe_acc, rand_acc, cos = (np.full(n_layers, 0.5) for _ in range(4))
     cos[:] = 0.0
     shift_norm = np.zeros(n_layers)
+    # the central claim's statistic per layer (0 where there is no shift), and the
+    # dominant component's share of the whole variance (a diagnostic)
+    ratio, dominant = np.zeros(n_layers), np.zeros(n_layers)
     spectra = {}
     plotted = sorted({0, layer_star, n_layers - 1})
     wrapper = {"share": 0.0, "p": 1.0, "excess": -1.0, "z": 0.0, "null_q95": 1.0}
@@ -240,6 +259,8 @@ def analyse(base, tuned, cfg: Any, data: dict, seed: int) -> dict[str, float]:
         spec = shift_spectrum(before[layer], after[layer])
         for tau in cfg.taus:
             ranks[tau][layer] = effective_rank(spec.eigenvalues, tau)
+        ratio[layer] = secondary_ratio(spec.eigenvalues, cfg.secondary)
+        dominant[layer] = spec.share(1)
         comp0 = spec.components[0]
         comp0_acc[layer] = probe_accuracy(after[layer] @ comp0, labels, seed)
         probe_acc[layer], direction = _mean_probe(after[layer], labels, seed)
@@ -264,6 +285,10 @@ def analyse(base, tuned, cfg: Any, data: dict, seed: int) -> dict[str, float]:
         for layer in range(n_layers):
             out[f"eff_rank_{tag}_l{layer:02d}"] = float(ranks[tau][layer])
     out["eff_rank_90_max"] = float(ranks[0.9].max())
+    out["secondary_ratio_mid"] = float(ratio[mid].mean())
+    out["dominant_share_mid"] = float(dominant[mid].mean())
+    for layer in range(n_layers):
+        out[f"secondary_ratio_l{layer:02d}"] = float(ratio[layer])
     out["comp0_acc_mid"] = float(comp0_acc[mid].mean())
     out["comp0_acc_max"] = float(comp0_acc.max())
     out["probe_acc_mid"] = float(probe_acc[mid].mean())

@@ -2,8 +2,11 @@
 
 Pan et al. (2025) safety fine-tune Llama-3.1-8B-Instruct (SSFT / DPO on jailbreak
 prompts) and analyse the shift of last-token activations: safety-aligned behaviour is
-"jointly controlled by multi-dimensional directions" (abstract; the authors' code sweeps
-its effective rank at variance shares tau = 0.4 .. 0.9, card), the leading
+"jointly controlled by multi-dimensional directions": "a dominant direction governs the
+model's refusal behavior, while multiple smaller directions represent distinct and
+interpretable features" (abstract; read here as the variance of components 1..3 in
+units of component 0's, ``analysis.secondary_ratio``; the effective rank at tau = 0.9,
+the card's test until issue 46, is kept as a diagnostic), the leading
 component is a refusal direction whose projection classifies refusal with ~0.97-0.99
 accuracy in middle layers (the authors' ``first_comp_accuracies.json``), the
 non-dominant components are tied to jailbreak styles (hypothetical narrative,
@@ -14,8 +17,8 @@ read at the look of the sequential plan (``core.claims.Level``, alpha 0.05 two-s
 overall). ``multi_dim_shift`` is the central claim.
 
 Each check has a null or a control, so that a small model's incidental structure is not
-read as the paper's effect: the rank is compared with that of a harmless control
-fine-tune's shift (same steps, paired by seed), component 0's refusal accuracy with that
+read as the paper's effect: the secondary-to-dominant ratio is compared with that of a
+harmless control fine-tune's shift (same steps, paired by seed), component 0's refusal accuracy with that
 of random directions in the same states (paired by seed), and the wrapper separation
 with its shuffled-label null distribution (the excess over the null's 95% quantile,
 which varies over seeds where a floored permutation p-value does not).
@@ -46,22 +49,22 @@ CLAIMS = (
     Claim(
         id="multi_dim_shift",
         statement=(
-            "the residual-stream shift from safety fine-tuning is multi-dimensional: its "
-            "effective rank at 90% of the variance (mean over the middle layers) exceeds "
-            "that of a harmless control fine-tune's shift (LoRA on benign prompts, same "
-            "steps), paired by seed"
+            "the residual-stream shift from safety fine-tuning is one dominant direction "
+            "plus smaller secondary ones: the variance of its components 1..3 in units of "
+            "component 0's (mean over the middle layers) exceeds that of a harmless "
+            "control fine-tune's shift (LoRA on benign prompts, same steps), paired by seed"
         ),
         paper_value=(
-            "safety-aligned behavior is jointly controlled by multi-dimensional directions "
-            "(abstract); effective rank > 1 at 90% variance is the card's test"
+            "a dominant direction governs the model's refusal behavior, while multiple "
+            "smaller directions represent distinct and interpretable features (abstract)"
         ),
         paper_setting=_SETTING,
-        metric="eff_rank_90",
+        metric="secondary_ratio_mid",
         check=PairedDifference(method="safety_tuned", baseline="control_tuned"),
-        effect=1.0,
+        effect=0.1,
         effect_basis=(
-            "margin: one extra direction over the control's shift; no rank value in the "
-            "abstract or card"
+            "margin: the secondary directions hold 0.1 of the dominant direction's "
+            "variance more than in the control's shift; the abstract gives no number"
         ),
         source="abstract",
         premise=SELECTIVE_REFUSAL,
