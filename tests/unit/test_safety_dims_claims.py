@@ -138,3 +138,43 @@ def test_central_claim_is_not_tested_when_the_premise_fails():
     )
     assert got["verdict"] == "premise_failed"
     assert got["measured"]["check_verdict"] == "reproduced"
+
+
+def test_analyse_reports_the_mean_ratio_over_the_middle_layers(monkeypatch):
+    """``analyse`` on hand-made states (``last_states`` replaced): ``secondary_ratio_mid``
+    is the mean over the middle third of the layers of the ratio of each layer's shift,
+    recomputed here from scipy's singular values, and the per-layer values are reported."""
+    rng = np.random.default_rng(7)
+    n_layers, n, d = 6, 24, 10
+    before = rng.normal(size=(n_layers, n, d))
+    after = before.copy()
+    for layer in range(n_layers):  # a layer-dependent, non-trivial shift
+        after[layer] += rng.normal(size=(n, d)) * np.linspace(3, 0.2, d) * (layer + 1)
+    scores = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+
+    def fake(model, ids, lengths, first, **kw):
+        return (before if model == "base" else after), scores
+
+    monkeypatch.setattr(A.residual, "last_states", fake)
+    data = {
+        "test_ids": np.zeros((n, 3), int),
+        "test_len": np.full(n, 3),
+        "test_harmful": (np.arange(n) % 2 == 0).astype(int),
+        "test_wrapper": np.arange(n) % 3,
+        "refusal_ids": np.array([1]),
+        "comply_ids": np.array([2]),
+    }
+
+    class Cfg:
+        taus, secondary, random_dirs, permutations, spectrum_k = [0.9], 3, 2, 19, 4
+
+    out = A.analyse("base", "tuned", Cfg, data, seed=0)
+    want = []
+    for layer in range(n_layers):
+        ev = linalg.svdvals(after[layer] - before[layer]) ** 2
+        want.append(ev[1:4].sum() / ev[0])
+        assert out[f"secondary_ratio_l{layer:02d}"] == pytest.approx(want[-1], rel=1e-9)
+    mid = [2, 3]  # the middle third of 6 layers
+    assert A.mid_layers(n_layers) == mid
+    assert out["secondary_ratio_mid"] == pytest.approx(np.mean([want[i] for i in mid]))
+    assert 0 < out["dominant_share_mid"] < 1
