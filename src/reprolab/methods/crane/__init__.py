@@ -10,7 +10,18 @@ from reprolab.core import lm
 from reprolab.methods.crane.claims import CLAIMS
 from reprolab.methods.crane.config import PROFILE_DEFAULTS, CraneConfig
 
-DECODER_METRICS = ("accuracy", "validity", "answered", "answer_validity")
+#: span_breaks / reasoning_right / right_but_invalid: CRANE's condition per unit (the
+#: answer span breaks the grammar; the reasoning reaches the gold answer; both), the
+#: premise of the claims against unconstrained CoT (claims.RIGHT_BUT_INVALID)
+DECODER_METRICS = (
+    "accuracy",
+    "validity",
+    "answered",
+    "answer_validity",
+    "span_breaks",
+    "reasoning_right",
+    "right_but_invalid",
+)
 
 SPEC = MethodSpec(
     slug="crane",

@@ -16,14 +16,19 @@ sees the same problems and sampling seeds in a pair):
 - ``all_valid``: every CRANE output holds an answer span that parses (``validity`` = 1
   on every unit): an exact count over all units (one unit below 1 fails it).
 
-``beats_best_baseline`` and ``beats_unconstrained_cot`` are out of reach here: the
-calibration check (prepare's ``premise_check``) found no invalid span of unconstrained
-chain of thought at 135M, so CRANE equals chain of thought by construction (see
-``_NEVER_INVALID``). ``beats_constrained_direct`` and ``all_valid`` are tested.
+``beats_best_baseline`` and ``beats_unconstrained_cot`` carry a measured gate
+(:data:`RIGHT_BUT_INVALID`, issue 46): CRANE can only beat unconstrained chain of thought
+on outputs whose reasoning is right but whose final expression breaks the grammar (the
+only outputs its mask can repair), so the share of such outputs under unconstrained CoT
+bounds its gain. Where that share, measured on the evaluation problems at this size,
+stays below the claims' smallest effect (one accuracy point), the claims are not tested
+(``premise_failed``, with the measured share): out of reach at 135M, shown, not assumed.
+An earlier version marked them out of reach from a calibration check on numeric answers
+(0 of 40 invalid spans); the tasks are now CRANE's symbolic-variable answers
+(``symbolic``), where the paper's models break the grammar.
 
-GSM-Symbolic is not evaluated (``include_gsm: false``): every decoder scored 0-0.08 on
-it at 135M, so it only diluted the pooled n; its claim at the paper's scale is
-``ten_points_at_scale``, out of reach here.
+``beats_constrained_direct`` and ``all_valid`` are tested as they are. The paper's +10
+points at 1.5B-8B is ``ten_points_at_scale``, out of reach here.
 """
 
 from __future__ import annotations
@@ -37,6 +42,66 @@ from reprolab.core import claims
 from reprolab.core.claims import Claim, IntervalCheck, PairedDifference, Sample, wide
 
 BASELINES = ("unconstrained_direct", "constrained_direct", "unconstrained_cot")
+
+
+@dataclass(frozen=True)
+class ShareGate:
+    """A premise on a share measured per seed: it holds when the mean over seeds of
+    ``metric`` of ``variant`` (fp32 rows; a seed's value is its mean over tasks) is at
+    least ``at_least``. The measured share (per seed and its mean) is always reported;
+    ``below`` says what a failed gate means. Same interface as ``claims.Premise``."""
+
+    statement: str
+    variant: str
+    metric: str
+    at_least: float
+    below: str = ""
+
+    def evaluate(self, table: pd.DataFrame) -> dict:
+        rows = table[
+            (table.variant == self.variant)
+            & (table.precision == "fp32")
+            & (table.metric == self.metric)
+        ]
+        if rows.empty or not rows.value.notna().any():
+            return {
+                "statement": self.statement,
+                "holds": False,
+                "summary": f"premise not measured: no {self.metric!r} of {self.variant}",
+            }
+        per_seed = rows.groupby("seed").value.mean()
+        mean = float(per_seed.mean())
+        holds = mean >= self.at_least
+        return {
+            "statement": self.statement,
+            "holds": bool(holds),
+            "per_seed": {int(k): round(float(v), 6) for k, v in per_seed.items()},
+            "mean": round(mean, 6),
+            "summary": f"{self.metric} of {self.variant} = {mean:.4g} (mean of "
+            f"{len(per_seed)} seeds) {'>=' if holds else '<'} {self.at_least:g}"
+            + ("" if holds or not self.below else f": {self.below}"),
+        }
+
+
+#: the gate of the claims against unconstrained CoT (issue 46): CRANE's mask changes an
+#: answer only where the span breaks the grammar, so its gain over unconstrained CoT is
+#: at most the share of outputs whose reasoning is right but whose span breaks it
+#: (method.span_judgements); below one accuracy point (the claims' smallest effect) no
+#: gain that matters can show
+RIGHT_BUT_INVALID = ShareGate(
+    statement=(
+        "unconstrained chain of thought writes right reasoning with an ungrammatical final "
+        "expression (the share CRANE's mask can repair, which bounds its gain) on at least "
+        "one accuracy point of the evaluated problems, mean over seeds"
+    ),
+    variant="unconstrained_cot",
+    metric="right_but_invalid",
+    at_least=0.01,
+    below=(
+        "the model at this size almost never breaks the grammar with right reasoning, so "
+        "CRANE cannot gain what the claim needs: out of reach at this size"
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -97,46 +162,25 @@ class EveryUnit:
 
 
 _SETTING = (
-    "GSM-Symbolic and FOLIO; Qwen2.5 1.5B-7B, Llama-3.1-8B, DeepSeek-R1-Distill; "
-    "2 few-shot examples; grammar for the final expression"
+    "GSM-Symbolic (answers are expressions over the problem's symbolic variables) and "
+    "FOLIO; Qwen2.5 1.5B-7B, Llama-3.1-8B, DeepSeek-R1-Distill; 2 few-shot examples; "
+    "grammar for the final expression"
 )
 
 _AT_SCALE = claims.OutOfReach(
     reason=(
         "the +10 points are measured with Qwen2.5 1.5B-7B, Llama-3.1-8B and "
         "DeepSeek-R1-Distill models on GSM-Symbolic and FOLIO; SmolLM2-135M scored 0 to "
-        "0.08 on GSM-Symbolic with every decoder (paper run at commit 8b2180c), so "
-        "GSM-Symbolic is no longer evaluated here (include_gsm: false) and the testable "
-        "claims read the calibrated easier family only; a gain of that size on the paper's "
-        "benchmarks cannot show at 135M on this machine's CPU"
+        "0.08 on reasoning-gym's numeric GSM-Symbolic with every decoder (paper run at "
+        "commit 8b2180c); the claims here read a miniature of GSM-Symbolic's "
+        "symbolic-variable answers (the symbolic family); a gain of that size on the "
+        "paper's benchmarks cannot show at 135M on this machine's CPU"
     ),
     would_test=(
         "Qwen2.5-1.5B-Instruct (or larger) with the paper's 2 few-shot examples and "
         "grammars on the full GSM-Symbolic (5,000 problems) and FOLIO test sets, each "
         "decoder at a 512-token budget: ~1-2 GPU-hours per decoder and seed on one H100 "
         "for 1.5B, ~5-10 for 7B; 4 decoders x 3 seeds"
-    ),
-)
-
-_NEVER_INVALID = claims.OutOfReach(
-    reason=(
-        "CRANE can only beat unconstrained chain of thought where that chain of thought "
-        "breaks the answer grammar while its reasoning is right (the paper's condition). "
-        "SmolLM2-135M-Instruct, the one model this machine runs, never breaks it: on the "
-        "calibration split (prepare's premise_check) the invalid-span rate was 0 of 40 in "
-        "each of the three families (chain of thought right on 0.60 / 0.075 / 0.00 of "
-        "them), and 0 of 16 in each of six other answer formats probed on the calibration "
-        "split. With no invalid span the mask never fires and CRANE's output is the "
-        "chain-of-thought output token for token (the earlier paper run: a difference of "
-        "0 on every pair), so a difference can only be 0 or the sampling noise of two "
-        "identical decoders"
-    ),
-    would_test=(
-        "a model whose unconstrained chain of thought breaks the grammar on >= 20% of "
-        "calibration problems while its reasoning is often right: in the paper, "
-        "Qwen2.5-1.5B-7B and Llama-3.1-8B on GSM-Symbolic / FOLIO with the paper's "
-        "grammars; ~1-2 H100-hours per decoder and seed for 1.5B (4 decoders x 3 seeds), "
-        "after the same calibration check"
     ),
 )
 
@@ -156,7 +200,7 @@ CLAIMS = (
         "maximum over baselines, not a typical effect",
         source="abstract",
         central=True,
-        out_of_reach=_NEVER_INVALID,
+        premise=RIGHT_BUT_INVALID,
     ),
     Claim(
         id="ten_points_at_scale",
@@ -183,7 +227,7 @@ CLAIMS = (
         effect=0.01,
         effect_basis="margin: one accuracy point (the abstract's +10 points is an 'up to' maximum)",
         source="abstract",
-        out_of_reach=_NEVER_INVALID,
+        premise=RIGHT_BUT_INVALID,
     ),
     Claim(
         id="beats_constrained_direct",

@@ -34,6 +34,17 @@ SP: / +/
 REST: /(?s:.*)/
 %ignore / +/
 """
+#: the same for CRANE's GSM-Symbolic grammar (``grammar.SYMBOLIC``: variables as atoms)
+LARK_SYMBOLIC = LARK.replace("atom: NUMBER |", "atom: NUMBER | NAME |").replace(
+    "SP: / +/", "NAME: /[a-z][a-z_0-9]*/\nSP: / +/"
+)
+
+
+def engine_lark(grammar: Grammar) -> str:
+    """The llguidance grammar of a lark reference grammar (arithmetic or symbolic)."""
+    from reprolab.methods.crane.grammar import SYMBOLIC
+
+    return LARK_SYMBOLIC if grammar.text == SYMBOLIC else LARK
 
 
 class EngineMask:
@@ -61,7 +72,7 @@ class EngineMask:
                 f"llguidance sees {self._tok.vocab_size} tokens, the vocabulary has "
                 f"{len(self.vocab)}: not the tokenizer the vocabulary came from"
             )
-        self._grammar = llguidance.LLMatcher.grammar_from_lark(LARK)
+        self._grammar = llguidance.LLMatcher.grammar_from_lark(engine_lark(self.grammar))
         bad, messages = llguidance.LLMatcher.validate_grammar_with_warnings(self._grammar)
         if bad:
             raise ValueError(f"llguidance rejects the span grammar: {messages}")

@@ -18,9 +18,11 @@ answers the two questions that needs, for any lark grammar:
   and the parser state before the span's last lexeme is reused for every candidate, so a
   masked step checks a few hundred short strings instead of the whole vocabulary.
 
-The default grammar is arithmetic over decimal numbers (GSM-Symbolic answers are such
-expressions); CRANE's own ``gsm_grammar.lark`` also allows named variables, which the
-small-scale tasks here do not use.
+The default grammar is arithmetic over decimal numbers (the numeric reasoning-gym
+families); :data:`SYMBOLIC` adds named variables, as CRANE's own ``gsm_grammar.lark``
+does for GSM-Symbolic, whose answers are expressions over the question's variables (the
+``symbolic`` family, :mod:`reprolab.methods.crane.tasks`). :meth:`Grammar.value` takes
+the variables' values; :func:`equivalent` compares two expressions on random values.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ WS: / +/
 %ignore WS
 """
 ARITHMETIC_ALPHABET = frozenset("0123456789.+-*/() ")
+#: CRANE's GSM-Symbolic answer language: the arithmetic grammar whose atoms may also be
+#: variables (lower-case names); ``2x`` (a number then a name) and ``x y`` are not sentences
+SYMBOLIC = ARITHMETIC.replace(
+    "?atom: NUMBER | MINUS atom | LPAR sum RPAR",
+    "?atom: NUMBER | NAME | MINUS atom | LPAR sum RPAR",
+).replace("WS: / +/", "NAME: /[a-z][a-z_0-9]*/\nWS: / +/")
+SYMBOLIC_ALPHABET = ARITHMETIC_ALPHABET | frozenset("abcdefghijklmnopqrstuvwxyz_")
 OPEN, CLOSE = "<<", ">>"
 
 
@@ -56,6 +65,11 @@ class Grammar:
     text: str = ARITHMETIC
     alphabet: frozenset[str] = ARITHMETIC_ALPHABET
     start: str = "start"
+
+    @classmethod
+    def symbolic(cls) -> Grammar:
+        """CRANE's GSM-Symbolic answer grammar (numbers and named variables)."""
+        return cls(SYMBOLIC, SYMBOLIC_ALPHABET)
 
     @cached_property
     def parser(self):
@@ -133,10 +147,10 @@ class Grammar:
             return False
         return True
 
-    def value(self, text: str):
-        """The exact value (a ``Fraction``) of a sentence of the arithmetic grammar, or
-        None when ``text`` is not a sentence or divides by zero. Computed from lark's
-        parse tree, never by ``eval``."""
+    def value(self, text: str, env: dict | None = None):
+        """The exact value (a ``Fraction``) of a sentence, or None when ``text`` is not a
+        sentence, divides by zero, or names a variable ``env`` does not give. Computed
+        from lark's parse tree, never by ``eval``."""
         from fractions import Fraction
 
         from lark import Token, Tree
@@ -149,6 +163,8 @@ class Grammar:
 
         def walk(node):
             if isinstance(node, Token):
+                if node.type == "NAME":
+                    return Fraction((env or {})[str(node)])  # KeyError: unknown name
                 return Fraction(str(node))
             kids = [
                 k
@@ -170,7 +186,7 @@ class Grammar:
 
         try:
             out = walk(tree)
-        except ZeroDivisionError:
+        except (ZeroDivisionError, KeyError):
             return None
         return out if isinstance(tree, Tree | Token) else None
 
@@ -182,6 +198,41 @@ class Grammar:
         if span.endswith(">"):
             return self.complete(span[:-1])
         return self.valid_prefix(span)
+
+
+def names(grammar: Grammar, text: str) -> set[str]:
+    """The variable names of a sentence (empty when it is none or has none)."""
+    from lark.exceptions import LarkError
+
+    try:
+        return {str(t) for t in grammar.parser.lex(text) if t.type == "NAME"}
+    except LarkError:
+        return set()
+
+
+def equivalent(grammar: Grammar, text: str, gold: str, trials: int = 6) -> bool:
+    """Whether sentence ``text`` has ``gold``'s value at ``trials`` random assignments of
+    ``gold``'s variables (integers 2-97 drawn with a seed fixed by ``gold``; a name not in
+    ``gold``, a non-sentence or a division by zero in ``text`` is never equivalent).
+    Polynomials and ratios of degree < trials that differ cannot agree everywhere unless
+    the random points hit a root: at these sizes the tests find no false match."""
+    import random
+    import zlib
+
+    rng = random.Random(zlib.crc32(gold.encode()))
+    variables = sorted(names(grammar, gold))
+    if not grammar.complete(text) or names(grammar, text) - set(variables):
+        return False
+    hits = 0
+    for _ in range(trials):
+        env = {v: rng.randint(2, 97) for v in variables}
+        want, got = grammar.value(gold, env), grammar.value(text, env)
+        if want is None:
+            continue  # gold divides by zero here: skip the point
+        if got is None or got != want:
+            return False
+        hits += 1
+    return hits > 0
 
 
 class TokenMask:

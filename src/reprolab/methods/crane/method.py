@@ -65,18 +65,21 @@ def vocabulary(data: dict) -> list[str]:
     return [raw[off[i] : off[i + 1]].decode("utf-8") for i in range(len(off) - 1)]
 
 
-def token_mask(run: Run, vocab: list[str], tokenizer=None):
+def token_mask(run: Run, vocab: list[str], tokenizer=None, grammar=None):
     """The decoders' mask: llguidance over SmolLM2's tokenizer (the smollm2 asset; the
-    tiny smoke model shares it), built once per process."""
+    tiny smoke model shares it) for ``grammar`` (arithmetic by default), built once per
+    process and grammar."""
     from reprolab.methods.crane.engine import EngineMask
+    from reprolab.methods.crane.grammar import Grammar
 
-    key = hash(tuple(vocab))
+    grammar = grammar or Grammar()
+    key = (hash(tuple(vocab)), grammar.text)
     if key not in _MASKS:
         if tokenizer is None:
             from reprolab.core import lm
 
             tokenizer = lm.load_tokenizer(run.asset("smollm2"))
-        _MASKS[key] = EngineMask(tokenizer, vocab)
+        _MASKS[key] = EngineMask(tokenizer, vocab, grammar)
     return _MASKS[key]
 
 
@@ -119,6 +122,7 @@ def decode_problems(
     cfg: CraneConfig,
     vocab=None,
     tokenizer=None,
+    grammar=None,
 ):
     from reprolab.methods.crane import batched
 
@@ -128,7 +132,7 @@ def decode_problems(
         np.asarray(data[prefix_key]).tolist(),
         suffixes,
         vocab,
-        token_mask(run, vocab, tokenizer),
+        token_mask(run, vocab, tokenizer, grammar),
         mode,
         max_new_tokens=budget,
         eos_id=int(data["eos_id"][0]),
@@ -142,23 +146,36 @@ def decode_problems(
     )
 
 
-def score(decoded, cot: bool, gold: float) -> tuple[bool, bool, bool]:
+def matches(text: str, gold: float | str, grammar) -> bool:
+    """Whether sentence ``text`` is the gold answer: its exact value equals ``gold`` (a
+    number), or it is equivalent to ``gold`` (an expression over variables: the
+    symbolic family) at random values of the variables."""
+    from reprolab.methods.crane.grammar import equivalent
+
+    if isinstance(gold, str):
+        return equivalent(grammar, text, gold)
+    value = grammar.value(text)
+    return value is not None and abs(float(value) - gold) <= 1e-6 * max(1.0, abs(gold))
+
+
+def score(decoded, cot: bool, gold: float | str, grammar=None) -> tuple[bool, bool, bool]:
     """(answered, valid, correct) of one output: the answer is the first closed
     ``<< ... >>`` span (the prompt's open ``<<`` counts for direct prompts); valid when
-    it is a sentence of the grammar, correct when its exact value equals the gold answer.
-    No answer, an empty output or a failed prompt is invalid and wrong."""
+    it is a sentence of the grammar (arithmetic by default), correct when it is the gold
+    answer (:func:`matches`). No answer, an empty output or a failed prompt is invalid
+    and wrong."""
     import re
 
     from reprolab.methods.crane.grammar import Grammar
 
+    grammar = grammar or Grammar()
     text = ("" if cot else "<<") + decoded.text
     m = re.search(r"<<(.*?)>>", text, re.S)
     if m is None:
         return False, False, False
-    value = Grammar().value(m.group(1))
-    if value is None:
+    if not grammar.complete(m.group(1)):
         return True, False, False
-    return True, True, abs(float(value) - gold) <= 1e-6 * max(1.0, abs(gold))
+    return True, True, matches(m.group(1), gold, grammar)
 
 
 def budget_for(task: str, cot: bool, cfg: CraneConfig) -> int:
@@ -180,25 +197,73 @@ def span_breaks(text: str, grammar) -> bool:
     return not grammar.span_ok(span)
 
 
-def reasoning_right(text: str, gold: float) -> bool:
-    """The last number written before the first ``>>`` (in the whole output when no
-    span closes) is the gold answer, whether or not the span parses."""
+#: the fixed repairs of a symbolic answer that breaks the grammar (written before any
+#: output was read): the common ways of writing a right expression outside CRANE's
+#: grammar (other multiplication and minus signs, units and currency, implicit
+#: multiplication ``2x`` / ``2(x+y)`` / ``(x)(y)``, a trailing period, an equation)
+_REPAIRS = (
+    (r"[×·⋅]|\\times|\\cdot", "*"),
+    (r"÷", "/"),
+    (r"[−–]", "-"),
+    (r"[$,]", ""),
+    (r"(?<=[0-9)])\s*(?=[a-z(])", "*"),
+    (r"(?<=\))\s*(?=[0-9])", "*"),
+    (r"\.\s*$", ""),
+)
+
+
+def readings(span: str) -> list[str]:
+    """Lenient readings of an answer span (up to ``>>`` or the end): the span, each side
+    of an ``=``, after :data:`_REPAIRS`."""
     import re
 
+    span = span.split(">>")[0].strip()
+    out = []
+    for part in [span, *span.split("=")]:
+        for pattern, sub in _REPAIRS:
+            part = re.sub(pattern, sub, part)
+        part = part.strip()
+        if part and part not in out:
+            out.append(part)
+    return out
+
+
+def reasoning_right(text: str, gold: float | str, grammar=None) -> bool:
+    """Whether the output reaches the gold answer, whether or not its span parses.
+    Numeric gold: the last number written before the first ``>>`` (in the whole output
+    when no span closes) is the gold answer. Symbolic gold (an expression): a lenient
+    reading of the first span (:func:`readings`) is equivalent to it."""
+    import re
+
+    if isinstance(gold, str):
+        from reprolab.methods.crane.grammar import OPEN
+
+        if OPEN not in text:
+            return False
+        span = text[text.index(OPEN) + len(OPEN) :]
+        return any(matches(r, gold, grammar) for r in readings(span))
     head = text[: text.index(">>")] if ">>" in text else text
     numbers = re.findall(r"-?\d+(?:\.\d+)?", head)
     return bool(numbers) and abs(float(numbers[-1]) - gold) <= 1e-6 * max(1.0, abs(gold))
 
 
-def calibrate(texts: list[str], golds: list[float], cfg: CraneConfig, grammar) -> dict:
+def span_judgements(texts: list[str], golds, grammar) -> tuple[list, list, list]:
+    """Per chain-of-thought output: (correct, the span breaks the grammar, the reasoning
+    is right), as :func:`score`, :func:`span_breaks`, :func:`reasoning_right`."""
+    correct = [
+        score(SimpleNamespace(text=t), True, g, grammar)[2]
+        for t, g in zip(texts, golds, strict=True)
+    ]
+    breaks = [span_breaks(t, grammar) for t in texts]
+    right = [reasoning_right(t, g, grammar) for t, g in zip(texts, golds, strict=True)]
+    return correct, breaks, right
+
+
+def calibrate(texts: list[str], golds: list, cfg: CraneConfig, grammar) -> dict:
     """Unconstrained-CoT outputs on the calibration split: accuracy, and CRANE's
     condition (the span breaks the grammar often while the reasoning is often right)."""
     n = len(texts)
-    correct = [
-        score(SimpleNamespace(text=t), True, g)[2] for t, g in zip(texts, golds, strict=True)
-    ]
-    breaks = [span_breaks(t, grammar) for t in texts]
-    right = [reasoning_right(t, g) for t, g in zip(texts, golds, strict=True)]
+    correct, breaks, right = span_judgements(texts, golds, grammar)
     acc, invalid, reasoning = sum(correct) / n, sum(breaks) / n, sum(right) / n
     return {
         "n": n,
@@ -207,9 +272,15 @@ def calibrate(texts: list[str], golds: list[float], cfg: CraneConfig, grammar) -
         "invalid_span_rate": invalid,
         "reasoning_correct": reasoning,
         "invalid_and_right": sum(b and r for b, r in zip(breaks, right, strict=True)) / n,
+        "answered": sum("<<" in t and ">>" in t.split("<<", 1)[1] for t in texts) / n,
         "premise_holds": invalid >= cfg.premise_invalid_min
         and reasoning >= cfg.premise_reasoning_min,
     }
+
+
+#: the calibration results kept with a task's data and reported as training signals
+#: (unconstrained CoT on the calibration split, never on evaluation problems)
+CALIBRATION_SIGNALS = ("answered", "invalid_span_rate", "reasoning_correct", "invalid_and_right")
 
 
 def choose_family(calibration: dict[str, dict]) -> str:
@@ -229,10 +300,8 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     """Problems, prompts and token ids per task; the easier family picked on the
     calibration split with the model the decoders will read."""
     from reprolab.core import lm
-    from reprolab.methods.crane.grammar import Grammar
 
     cfg = run.cfg
-    grammar = Grammar()
     tok = lm.load_tokenizer(run.asset("smollm2"))
     n_vocab = len(tok)
     vocab = [
@@ -260,6 +329,8 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
                 flat, off = _ragged([ids(T.query(p, cot)) for p in problems])
                 out[f"{name}_ids_s{s}"], out[f"{name}_off_s{s}"] = flat, off
             out[f"gold_s{s}"] = np.array([p.gold for p in problems], dtype=np.float64)
+            if family == T.SYMBOLIC:  # the answer is an expression over the variables
+                out[f"gold_expr_s{s}"] = np.array([p.expression for p in problems], dtype=str)
         return out
 
     # ---- calibration: which easier family (unconstrained CoT, its own split)
@@ -272,6 +343,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     started = time.perf_counter()
     with torch_threads(cfg.threads):
         for family in cfg.families:
+            grammar = T.grammar_for(family)
             shots = T.exemplars(family, cfg.shots, grammar)
             shots_of[family] = shots
             exclude = {p.question for p in shots}
@@ -291,15 +363,17 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
                 cfg,
                 vocab,
                 tok,
+                grammar,
             )
             calibration[family] = calibrate(
-                [d.text for d, _ in rows], [p.gold for p in cal], cfg, grammar
+                [d.text for d, _ in rows], [gold_of(p, family) for p in cal], cfg, grammar
             )
     chosen = choose_family(calibration)
     tasks = [T.GSM, chosen] if cfg.include_gsm else [chosen]
     evaluated = list(run.seeds)
     datasets = {}
     for family in tasks:
+        grammar = T.grammar_for(family)
         shots = shots_of.get(family) or T.exemplars(family, cfg.shots, grammar)
         exclude = seen.get(family, {p.question for p in shots})
         n = cfg.n_problems_gsm if (family == T.GSM and cfg.n_problems_gsm) else cfg.n_problems
@@ -307,6 +381,9 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
             s: T.draw_problems(family, T.EVAL_SEED + s, n, exclude, grammar) for s in evaluated
         }
         datasets[family] = task_arrays(family, shots, by_seed)
+        if family in calibration:  # CRANE's condition on the calibration split (probes read it)
+            for key in CALIBRATION_SIGNALS:
+                datasets[family][f"calib_{key}"] = np.array([calibration[family][key]])
     meta = {
         "tasks": sorted(datasets),
         "easier_family": chosen,
@@ -346,6 +423,12 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
     return datasets, meta
 
 
+def gold_of(p, family: str) -> float | str:
+    """The gold answer :func:`score` compares with: the expression for the symbolic
+    family, the value otherwise."""
+    return p.expression if family == T.SYMBOLIC else p.gold
+
+
 def units(run: Run, tasks: Sequence[str]) -> list[Unit]:
     return run.default_units(tasks)
 
@@ -362,11 +445,16 @@ def train_unit(
     import torch
 
     cfg = run.cfg
+    signals = {
+        f"calib_{k}": float(np.asarray(data[f"calib_{k}"])[0])
+        for k in CALIBRATION_SIGNALS
+        if f"calib_{k}" in data
+    }
     if cfg.model == "smollm2":
-        return TrainedUnit(state={"pretrained_unchanged": torch.ones(1)})
+        return TrainedUnit(state={"pretrained_unchanged": torch.ones(1)}, signals=signals)
     n = len(data["vocab_offsets"]) - 1
     model = tiny(cfg, n, int(data["eos_id"][0]), int(data["pad_id"][0]), seed=unit.seed)
-    return TrainedUnit(state=model.state_dict())
+    return TrainedUnit(state=model.state_dict(), signals=signals)
 
 
 def restore(run: Run, unit: Unit, data: dict, state: dict) -> torch.nn.Module:
@@ -393,7 +481,11 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
     name = "cot" if cot else "direct"
     s = unit.seed
     suffixes = _unragged(data[f"{name}_ids_s{s}"], data[f"{name}_off_s{s}"])
-    gold = np.asarray(data[f"gold_s{s}"])
+    if f"gold_expr_s{s}" in data:  # the symbolic family: expressions over variables
+        gold = [str(g) for g in np.asarray(data[f"gold_expr_s{s}"])]
+    else:
+        gold = [float(g) for g in np.asarray(data[f"gold_s{s}"])]
+    grammar = T.grammar_for(unit.task)
     started = time.perf_counter()
     with torch_threads(cfg.threads):
         rows = decode_problems(
@@ -407,9 +499,15 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
             budget_for(unit.task, cot, cfg),
             s,
             cfg,
+            grammar=grammar,
         )
     seconds = time.perf_counter() - started
-    scored = [score(d, cot, float(g)) for (d, _), g in zip(rows, gold, strict=True)]
+    scored = [score(d, cot, g, grammar) for (d, _), g in zip(rows, gold, strict=True)]
+    # CRANE's condition on this unit's outputs: the span breaks the grammar while the
+    # reasoning is right (what the mask can repair; it bounds CRANE's gain over
+    # unconstrained CoT). Direct outputs start inside the span the prompt opened.
+    texts = [("" if cot else "<<") + d.text for d, _ in rows]
+    _, breaks, right = span_judgements(texts, gold, grammar)
     answered, valid, correct = (np.array(x, dtype=float) for x in zip(*scored, strict=True))
     checks = [ms for _, ms in rows for ms in ms]
     masks = [ms for d, _ in rows for ms in d.mask_ms]
@@ -422,6 +520,9 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
         "answered": float(answered.mean()),
         # of the answers written, the share that parse (the grammar's own effect)
         "answer_validity": float(valid.sum() / answered.sum()) if answered.sum() else 0.0,
+        "span_breaks": float(np.mean(breaks)),
+        "reasoning_right": float(np.mean(right)),
+        "right_but_invalid": float(np.mean([b and r for b, r in zip(breaks, right, strict=True)])),
         "new_tokens": float(tokens / len(rows)),
         "constrained_steps": float(checked / len(rows)),
         "masked_share": float(masked / checked) if checked else 0.0,
