@@ -63,6 +63,10 @@ def test_a_confirmatory_folder_without_its_registration_does_not_count(tmp_path)
     )
     assert scoreboard.replication("inconclusive", "reproduced") == "first test"
     assert scoreboard.replication("reproduced", "reproduced") == "replicated"
+    assert scoreboard.replication("reproduced", "inconclusive") == "not confirmed (undecided)"
+    assert scoreboard.replication("reproduced", "premise_failed") == "not confirmed (undecided)"
+    assert scoreboard.replication("reproduced", "not_reproduced") == "did not replicate"
+    assert scoreboard.replication("reproduced", "reproduced_smaller") == "replicated (other size)"
 
 
 def test_an_amendment_before_the_latest_result_still_counts_as_a_change(tmp_path):

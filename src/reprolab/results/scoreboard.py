@@ -45,7 +45,11 @@ testable on this machine at any affordable size).
 
 *Status*: **confirmatory** where the verdict comes from a run registered and committed
 before its data (`python -m reprolab confirm`, seeds from 1000 that no earlier result
-used), with whether it replicated the last exploratory verdict; else **exploratory**: its
+used), with whether it replicated the last exploratory verdict (*replicated*; *replicated
+(other size)*: the claimed side at another size reading; *not confirmed (undecided)*: the
+registered run did not decide; *did not replicate*: it decided otherwise; *first test*:
+the exploratory verdict was undecided; a `confirm-*` folder that may not count is named
+with why); else **exploratory**: its
 settings, rules or definitions changed after results had been seen (the ledger and the
 trail say how). *n, unit*: the independent replicates the interval counts (the seed,
 whose tasks and pairs are averaged first, unless the claim says why its tasks or points
@@ -227,6 +231,8 @@ def replication(exploratory: str, confirmatory: str) -> str:
         return "replicated"
     if exploratory in core_claims.SUPPORTED and confirmatory in core_claims.SUPPORTED:
         return "replicated (other size)"
+    if confirmatory not in core_claims.DECISIVE:  # undecided: neither side, no contradiction
+        return "not confirmed (undecided)"
     return "did not replicate"
 
 
