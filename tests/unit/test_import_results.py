@@ -68,6 +68,10 @@ def test_one_run_per_results_folder_with_its_verdicts(project):
     assert tags["paper_commit"] == run_json["commit"] and tags["date"] == run_json["date"]
     assert pooled.info.run_name.startswith("desk_reject · results · paper · seeds ")
     assert pooled.info.status == "FINISHED"
+    # its duration in the UI is the run's compute, ending at run.json's date
+    assert pooled.info.end_time - pooled.info.start_time == round(
+        run_json["compute_minutes"] * 60_000
+    )
     claims = entries.load(project / base / "claims.json")
     assert claims
     for e in claims:

@@ -183,18 +183,24 @@ def describe(folder: Folder, root: Path) -> dict:
             metrics.setdefault(key, number)
     if _finite(run.get("compute_minutes")):
         metrics["compute_minutes"] = float(run["compute_minutes"])
-    start = None
+    # run.json's date is when the run ended; its duration in the UI is its compute (the
+    # runs' own time, not the wall time with waits between rounds)
+    start = end = None
     if run.get("date"):
         try:
-            start = int(datetime.fromisoformat(str(run["date"])).timestamp() * 1000)
+            end = int(datetime.fromisoformat(str(run["date"])).timestamp() * 1000)
         except ValueError:
-            start = None
+            end = None
+    if end is not None:
+        minutes = run.get("compute_minutes")
+        start = end - int(round(float(minutes) * 60_000)) if _finite(minutes) else end
     return {
         "name": run_name(folder.slug, folder.label, profile, seeds),
         "tags": tags,
         "params": params,
         "metrics": metrics,
         "start_time": start,
+        "end_time": end,
         "artifacts": [
             folder.path / n
             for n in ("claims.json", "claims.md", "run.json")
@@ -296,7 +302,7 @@ def import_results(
             client.delete_run(run_id)  # a half-written run is not kept as imported
             raise
         client.log_batch(run_id, tags=[RunTag("reprolab.imported", "true")])
-        client.set_terminated(run_id, "FINISHED", end_time=what["start_time"])
+        client.set_terminated(run_id, "FINISHED", end_time=what["end_time"])
         for old in held:
             client.delete_run(old.info.run_id)
         if held:
