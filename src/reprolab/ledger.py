@@ -181,7 +181,9 @@ def record(
     date: str | None = None,
 ) -> list[dict]:
     """Ledger entries for ``changes`` (a new claim is registered; a changed one is an
-    amendment with ``reason``), and a config entry when the config is new; appended."""
+    amendment with ``reason``), and a config entry when the config is new; appended.
+    With none of these, a ``reason`` is recorded as a ``note`` (a decision that changed
+    nothing, e.g. a setting searched for and not found)."""
     date = date or datetime.now(UTC).isoformat(timespec="seconds")
     _, last_config = latest(read(root, slug))
     entries: list[dict] = []
@@ -212,6 +214,12 @@ def record(
             entry["reason"] = reason
             entry["changed"] = change.changed
         entries.append(entry)
+    if not entries and reason:
+        # a decision that changed no definition or setting (a probe that chose nothing,
+        # a setting searched for and not found): on the record all the same
+        entries.append(
+            {"event": "note", "method": slug, "reason": reason, "commit": commit, "date": date}
+        )
     append(root, slug, entries)
     return entries
 

@@ -117,6 +117,16 @@ def test_the_ledger_registers_new_claims_and_refuses_changes_without_a_reason(tm
     assert set(marked) == {c.id for c in __import__("reprolab").registry.get("dp_noise").claims}
     assert marked["vs_gaussian_k10"][0]["reason"] == "fewer iterations"
     assert amend.check_ledger() == []
+    # a decision that changes nothing (a setting searched for, not found) is a note
+    note = PaperRun(
+        root, ["dp_noise"], amend="no N below 1000 converges", out=tmp_path / "r", log=print
+    )
+    note.record_ledger(note.check_ledger())
+    last = ledger.read(root, "dp_noise")[-1]
+    assert last["event"] == "note" and last["reason"] == "no N below 1000 converges"
+    assert ledger.amendments(root, "dp_noise") == marked  # a note amends no claim
+    run.record_ledger(run.check_ledger())  # without a reason: nothing to record
+    assert ledger.read(root, "dp_noise")[-1] == last
 
 
 def test_the_ledger_hash_is_the_definition_and_config():
