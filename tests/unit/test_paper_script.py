@@ -403,3 +403,33 @@ def test_a_paper_run_tracks_into_the_projects_store(tmp_path, monkeypatch):
     assert run.run_tags({"commit": "abc"}) == {"paper_run": "exploratory", "paper_commit": "abc"}
     block = PaperRun(root, ["dp_noise"], seeds=[100], log=lambda m: None)
     assert block.run_tags({})["paper_run"] == "held-out block"
+
+
+def test_a_rerun_keeps_every_folder_it_did_not_write(tmp_path):
+    """replay/, probes/, seeds-*/ and confirm-*/ survive a new pooled run's results; the
+    files it writes are replaced, and its own plots/ is the new one."""
+    from reprolab.results.paper import replace_results
+
+    dest = tmp_path / "results" / "m"
+    kept = ("replay", "probes", "seeds-50-51", "confirm-2026-12-07-abc")
+    for name in (*kept, "plots"):
+        (dest / name).mkdir(parents=True)
+        (dest / name / "old.txt").write_text(name)
+    (dest / "claims.json").write_text("old")
+    (dest / "stale.md").write_text("a file the new run does not write")
+    new = tmp_path / "results" / "m.tmp"
+    (new / "plots").mkdir(parents=True)
+    (new / "plots" / "new.png").write_text("png")
+    (new / "claims.json").write_text("new")
+    replace_results(dest, new)
+    assert not new.exists()
+    assert (dest / "claims.json").read_text() == "new"
+    assert not (dest / "stale.md").exists() and not (dest / "plots" / "old.txt").exists()
+    assert (dest / "plots" / "new.png").is_file()
+    for name in kept:
+        assert (dest / name / "old.txt").read_text() == name
+    fresh = tmp_path / "results" / "n"  # a first run: nothing to keep
+    (tmp_path / "n.tmp").mkdir()
+    (tmp_path / "n.tmp" / "claims.json").write_text("x")
+    replace_results(fresh, tmp_path / "n.tmp")
+    assert (fresh / "claims.json").read_text() == "x"

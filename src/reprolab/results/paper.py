@@ -717,16 +717,7 @@ class PaperRun:
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            if dest.exists():
-                # a rerun replaces what it writes and keeps every folder it did not write:
-                # held-out blocks (the scoreboard ignores one whose seeds the new pool
-                # used), replays (of the run they name), confirmatory runs, and the probes
-                # that chose the setting
-                for old in sorted(p for p in dest.iterdir() if p.is_dir()):
-                    if not (tmp / old.name).exists():
-                        old.rename(tmp / old.name)
-                shutil.rmtree(dest)
-            tmp.rename(dest)
+            replace_results(dest, tmp)
             self.log(f"{slug}: results in {dest}")
         if not self.replay:  # a held-out block changes the scoreboard's held-out column
             from reprolab.results import scoreboard
@@ -825,6 +816,19 @@ def _round_minutes(runtime: Path, started: float = math.inf) -> float:
             if float(hit.get("created", 0.0)) >= started
         )
     return total / 60.0
+
+
+def replace_results(dest: Path, new: Path) -> None:
+    """Put the freshly written results folder ``new`` in ``dest``'s place. A rerun
+    replaces what it writes and keeps every folder it did not write: held-out blocks
+    (the scoreboard ignores one whose seeds the new pool used), replays (of the run they
+    name), confirmatory runs, and the probes that chose the setting."""
+    if dest.exists():
+        for old in sorted(p for p in dest.iterdir() if p.is_dir()):
+            if not (new / old.name).exists():
+                old.rename(new / old.name)
+        shutil.rmtree(dest)
+    new.rename(dest)
 
 
 def compare_replay(recorded: Path, replay: Path) -> dict:
