@@ -143,7 +143,13 @@ def _results(folder: Path, seeds, verdicts: dict) -> None:
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"seeds": seeds}))
     claims = [
-        {"id": cid, "precision": "fp32", "verdict": v, "headline": True, "measured": {"value": x}}
+        {
+            "id": cid,
+            "precision": "fp32",
+            "verdict": v,
+            "headline": True,
+            "measured": {"value": x, "ci_low": x, "ci_high": x},
+        }
         for cid, (v, x) in verdicts.items()
     ]
     (folder / "claims.json").write_text(json.dumps(claims))
@@ -214,15 +220,20 @@ def test_the_committed_scoreboard_matches_the_committed_results():
         assert r["verdict"] in (r["run_verdict"], "did_not_replicate")
 
 
-def _head(verdict: str, value: float = 0.05, sd: float = 0.02, n: int = 5) -> dict:
+def _head(verdict: str, value: float = 0.05, sd: float = 0.02, n: int = 5):
+    """The run's central entry, as the scoreboard reads it (core.entries)."""
+    from reprolab.core.entries import Entry
+
     measured = {"value": value, "sd": sd, "n": n, "unit": "seed", "ci_low": 0.0, "ci_high": 0.1}
-    return {
-        "id": "c1",
-        "precision": "fp32",
-        "headline": True,
-        "verdict": verdict,
-        "measured": measured,
-    }
+    return Entry.from_dict(
+        {
+            "id": "c1",
+            "precision": "fp32",
+            "headline": True,
+            "verdict": verdict,
+            "measured": measured,
+        }
+    )
 
 
 def test_a_held_out_block_of_an_earlier_setting_is_labelled_not_flagged(tmp_path):
