@@ -450,3 +450,29 @@ def resolved_files(project: ProjectConfig) -> dict[str, dict[str, Any]]:
             "asset": cfg.model_dump(mode="json"),
         }
     return out
+
+
+#: where the validate stage writes every stage's resolved config
+CONFIG_DIR = Path("data") / "config"
+
+
+def code_fingerprint(root: Path, slug: str, which: str = "build") -> dict:
+    """SHA-256 of each source file ``slug``'s stages of ``which`` run (``build``:
+    prepare, train, quantize; ``evaluate``: evaluation, claims, plots), by path: of
+    :func:`~reprolab.core.fingerprint.code_text` for a Python file, of the bytes
+    otherwise; documentation is left out."""
+    from reprolab.core.fingerprint import fingerprint
+
+    return fingerprint(root, slug, which)
+
+
+def config_files(root: Path, project: ProjectConfig | None = None) -> dict[str, dict]:
+    """Every file the validate stage writes under :data:`CONFIG_DIR`, by name: its
+    content (what ``python -m reprolab status`` compares with the files on disk, writing
+    nothing)."""
+    project = project or load(root / "params.yaml")
+    out = resolved_files(project)
+    for slug in project.slugs:
+        out[f"{slug}.code.json"] = code_fingerprint(root, slug, "build")
+        out[f"{slug}.evaluate.code.json"] = code_fingerprint(root, slug, "evaluate")
+    return out

@@ -539,3 +539,27 @@ def open_tracker(
 def log(msg: str) -> None:
     """Progress output of long work (stderr, unbuffered, timestamped)."""
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def verdict_side(verdict: str) -> float:
+    """The side of the bound a verdict's interval found, the value of the metric
+    ``verdict_side.<claim>.<precision>``: +1 the claimed side (reproduced, at any size:
+    ``reproduced_smaller`` too), -1 the other side (not_reproduced), 0 neither
+    (inconclusive, no_effect, out_of_reach; the tag ``verdict.<claim>.<precision>``
+    tells them apart). A number, so the runs table can sort and chart by it; the word is
+    the tag and, for the headline, the param ``verdict.<claim>``."""
+    from reprolab.core.entries import SUPPORTED, VERDICTS
+
+    if verdict not in VERDICTS:
+        raise ValueError(f"unknown verdict {verdict!r}")
+    return 1.0 if verdict in SUPPORTED else -1.0 if verdict == "not_reproduced" else 0.0
+
+
+def claim_metrics(claims: list[dict]) -> dict[str, float]:
+    """Per claim and precision: its measured value (``claim.<claim>.<precision>.value``)
+    and its :func:`verdict_side` (``verdict_side.<claim>.<precision>``)."""
+    out = {}
+    for c in claims:
+        out[f"claim.{c['id']}.{c['precision']}.value"] = c["measured"]["value"]
+        out[f"verdict_side.{c['id']}.{c['precision']}"] = verdict_side(c["verdict"])
+    return out

@@ -162,7 +162,7 @@ def workspace_lock(root: Path, holder: str, log=None):
 # `dvc status` lists the stages whose own deps changed, not what they feed: after a
 # params.yaml edit only `validate`. A stage downstream reruns when an input it depends
 # on changes; this follows the DAG from the changed stages, stage by stage, upstream first.
-# What validate will write is known without running it (`stages.validate.files`), so
+# What validate will write is known without running it (`config.config_files`), so
 # after a params or method-code edit only the stages whose data/config file changes
 # follow it; any other changed stage is taken to change its outputs, so everything
 # downstream of it is listed.
@@ -196,13 +196,12 @@ def validate_writes(root: Path, folder: Path | None = None) -> tuple[set[str], s
     the run there: nothing after it runs)."""
     from reprolab import config
     from reprolab.core.io import json_text
-    from reprolab.stages import validate
 
     try:
-        want = validate.files(root)
+        want = config.config_files(root)
     except config.ConfigError as exc:
         return set(), f"params.yaml is invalid, dvc repro stops at validate: {exc}"
-    folder = folder or root / validate.CONFIG_DIR
+    folder = folder or root / config.CONFIG_DIR
     have = {p.name for p in folder.iterdir() if p.is_file()} if folder.is_dir() else set()
     changed = {
         name
@@ -210,7 +209,7 @@ def validate_writes(root: Path, folder: Path | None = None) -> tuple[set[str], s
         if name not in have or (folder / name).read_text() != json_text(content)
     }
     changed |= have - set(want)
-    return {f"{validate.CONFIG_DIR.as_posix()}/{name}" for name in changed}, ""
+    return {f"{config.CONFIG_DIR.as_posix()}/{name}" for name in changed}, ""
 
 
 def pending(root: Path) -> Pending:

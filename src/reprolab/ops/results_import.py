@@ -113,8 +113,13 @@ def describe(folder: Folder, root: Path) -> dict:
     """What the run of ``folder`` holds: name, tags, params, metrics, start time, artifacts."""
     from reprolab.contract import seed_ranges
     from reprolab.core import entries
-    from reprolab.core.tracking import flatten, profile_tags, run_name, verdict_params
-    from reprolab.stages.evaluate import claim_metrics
+    from reprolab.core.tracking import (
+        claim_metrics,
+        flatten,
+        profile_tags,
+        run_name,
+        verdict_params,
+    )
 
     claims_path = folder.path / "claims.json"
     try:

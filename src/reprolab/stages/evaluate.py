@@ -26,10 +26,10 @@ import pandas as pd
 
 from reprolab.contract import Unit, is_runtime_metric
 from reprolab.core import entries, io
-from reprolab.core.claims import BASE_COLUMNS, SUPPORTED, VERDICTS, param_columns
+from reprolab.core.claims import BASE_COLUMNS, VERDICTS, param_columns
 from reprolab.core.progress import Progress
 from reprolab.core.threads import set_threads
-from reprolab.core.tracking import EVIDENCE_TAG, log, verdict_params
+from reprolab.core.tracking import EVIDENCE_TAG, claim_metrics, log, verdict_params
 from reprolab.stages._common import (
     PreparedData,
     Trained,
@@ -445,28 +445,6 @@ def _means(table: pd.DataFrame) -> dict:
         table.groupby(["variant", "precision", "metric"]).value.mean().items()
     ):
         out.setdefault(variant, {}).setdefault(precision, {})[metric] = float(value)
-    return out
-
-
-def verdict_side(verdict: str) -> float:
-    """The side of the bound a verdict's interval found, the value of the metric
-    ``verdict_side.<claim>.<precision>``: +1 the claimed side (reproduced, at any size:
-    ``reproduced_smaller`` too), -1 the other side (not_reproduced), 0 neither
-    (inconclusive, no_effect, out_of_reach; the tag ``verdict.<claim>.<precision>``
-    tells them apart). A number, so the runs table can sort and chart by it; the word is
-    the tag and, for the headline, the param ``verdict.<claim>``."""
-    if verdict not in VERDICTS:
-        raise ValueError(f"unknown verdict {verdict!r}")
-    return 1.0 if verdict in SUPPORTED else -1.0 if verdict == "not_reproduced" else 0.0
-
-
-def claim_metrics(claims: list[dict]) -> dict[str, float]:
-    """Per claim and precision: its measured value (``claim.<claim>.<precision>.value``)
-    and its :func:`verdict_side` (``verdict_side.<claim>.<precision>``)."""
-    out = {}
-    for c in claims:
-        out[f"claim.{c['id']}.{c['precision']}.value"] = c["measured"]["value"]
-        out[f"verdict_side.{c['id']}.{c['precision']}"] = verdict_side(c["verdict"])
     return out
 
 

@@ -27,30 +27,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprolab import config
+from reprolab.config import CONFIG_DIR, code_fingerprint
+from reprolab.config import config_files as files
 from reprolab.core import io
-from reprolab.core.fingerprint import SHARED_CODE, code_text, fingerprint
+from reprolab.core.fingerprint import SHARED_CODE, code_text
 
-CONFIG_DIR = Path("data") / "config"
 __all__ = ["CONFIG_DIR", "SHARED_CODE", "code_fingerprint", "code_text", "files", "run"]
-
-
-def code_fingerprint(root: Path, slug: str, which: str = "build") -> dict:
-    """SHA-256 of each source file ``slug``'s stages of ``which`` run (``build``:
-    prepare, train, quantize; ``evaluate``: evaluation, claims, plots), by path: of
-    :func:`~reprolab.core.fingerprint.code_text` for a Python file, of the bytes
-    otherwise; documentation is left out."""
-    return fingerprint(root, slug, which)
-
-
-def files(root: Path, project: config.ProjectConfig | None = None) -> dict[str, dict]:
-    """Every file this stage writes under ``data/config/``, by name: its content (what
-    ``python -m reprolab status`` compares with the files on disk, writing nothing)."""
-    project = project or config.load(root / "params.yaml")
-    out = config.resolved_files(project)
-    for slug in project.slugs:
-        out[f"{slug}.code.json"] = code_fingerprint(root, slug, "build")
-        out[f"{slug}.evaluate.code.json"] = code_fingerprint(root, slug, "evaluate")
-    return out
 
 
 def run(root: Path) -> dict:
