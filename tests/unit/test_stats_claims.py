@@ -456,3 +456,19 @@ def test_a_metric_never_measured_is_not_tested_and_out_of_reach_stays_so():
     measured = mk("e", "s", "p", "set", "acc", check).evaluate(t, "fp32", "paper")
     assert "not_tested" not in measured["measured"]  # the measured metric is tested
     assert measured["measured"]["value"] == pytest.approx(0.1)
+
+
+def test_ratio_of_means_is_the_delta_method_of_the_covariance_matrix():
+    """R = mean(x) / mean(y) and its standard error equal the general delta method,
+    sqrt(g' S g / n) with g = (1 / my, -mx / my^2) and S the sample covariance of (x, y)."""
+    from reprolab.core.stats import ratio_of_means
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.3, 0.05, 12)
+    y = 0.5 * x + rng.normal(0.2, 0.03, 12)
+    ratio, se = ratio_of_means(x, y)
+    mx, my = x.mean(), y.mean()
+    g = np.array([1 / my, -mx / my**2])
+    assert ratio == pytest.approx(mx / my, rel=1e-12)
+    assert se == pytest.approx(np.sqrt(g @ np.cov(x, y) @ g / x.size), rel=1e-10)
+    assert ratio_of_means([0.4], [0.2]) == (pytest.approx(2.0), float("inf"))

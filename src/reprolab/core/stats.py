@@ -111,6 +111,17 @@ def rule_interval(values: Sequence[float], rule: str, confidence: float = 0.95) 
     raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
 
 
+def ratio_of_means(num: Sequence[float], den: Sequence[float]) -> tuple[float, float]:
+    """R = mean(num) / mean(den) of paired values (one pair per replicate) and its
+    delta-method standard error, sd(num_i - R den_i) / (sqrt(n) mean(den)); the error is
+    infinite below two pairs."""
+    x, y = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    ratio = float(x.mean() / y.mean())
+    if x.size < 2:
+        return ratio, math.inf
+    return ratio, float(np.std(x - ratio * y, ddof=1) / (math.sqrt(x.size) * y.mean()))
+
+
 def unit_means(values: Sequence[float], units: Sequence[object]) -> np.ndarray:
     """One value per independent unit: the mean of the values each unit holds, in the
     order the units first appear. A unit that is missing (None or NaN: a seed-free

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from reprolab.core.claims import (
@@ -35,6 +34,7 @@ from reprolab.core.claims import (
     is_seed_free,
     paired,
 )
+from reprolab.core.stats import ratio_of_means
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,9 @@ class RelativeGain:
         n, mx, my = x.size, float(x.mean()), float(y.mean())
         if my <= 0:
             return Sample(untested=f"not tested: {self.baseline} mean {metric} is {my:.3g}")
-        ratio = mx / my
-        se = float("inf")
-        if n > 1 and not is_seed_free(table[table.variant.isin(self.variants())]):
-            se = float(np.std(x - ratio * y, ddof=1)) / (np.sqrt(n) * my)
+        ratio, se = ratio_of_means(x, y)
+        if is_seed_free(table[table.variant.isin(self.variants())]):
+            se = float("inf")
         return Sample(
             estimate=ratio - 1.0,
             se=se,

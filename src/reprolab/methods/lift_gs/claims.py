@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from reprolab.core.claims import (
@@ -25,6 +24,7 @@ from reprolab.core.claims import (
     is_seed_free,
     paired,
 )
+from reprolab.core.stats import ratio_of_means
 
 _SETTING = (
     "ScanNet 3D open-vocabulary instance segmentation, mAP; render supervision from SAM/CLIP "
@@ -96,11 +96,9 @@ class GapFraction:
         m1, m2 = float(d1.mean()), float(d2.mean())
         if m2 <= 0:
             return Sample(untested=f"no gap to close: {self.upper} - {self.baseline} = {m2:.3f}")
-        r = m1 / m2
-        se = float("inf")
-        if n > 1 and not is_seed_free(table):
-            resid = d1 - r * d2  # delta method for a ratio of means
-            se = float(resid.std(ddof=1)) / (np.sqrt(n) * m2)
+        r, se = ratio_of_means(d1, d2)  # delta method for a ratio of means
+        if is_seed_free(table):
+            se = float("inf")
         return Sample(
             estimate=r,
             se=se,
