@@ -6,8 +6,8 @@
 - ``reproduce_all(methods, executor=None)``: every method, then the stages shared by all
   methods (the report), then the claims of the methods it ran (not the report's other
   methods) published as Prefect markdown + table artifacts. ``executor`` (default
-  ``REPROLAB_EXECUTOR``, else ``local``) is the unit executor's setting: ``local`` runs
-  the methods one after another (a subflow each); ``dask`` (a local cluster) or a
+  ``REPROLAB_EXECUTOR``, else ``pool``) is the unit executor's setting: ``pool`` and
+  ``local`` run the methods one after another (a subflow each); ``dask`` (a local cluster) or a
   scheduler address runs them concurrently through prefect-dask's ``DaskTaskRunner``
   (``reproduce_methods``): the setup stages once, then every method's stages as tasks
   on the cluster, each after the one before it.
@@ -243,7 +243,7 @@ def reproduce_all(
     # one run at a time on this workspace: a second (overlapping schedule, a run by
     # hand, another server) waits, and says for whom
     with _workspace(project, f"reproduce-all flow run {run_id}", logger.info):
-        if choice == "local" or len(chosen) < 2:  # one after another (units: on `choice`)
+        if choice in ("local", "pool") or len(chosen) < 2:  # one after another (units: on `choice`)
             with _environ(**{unit_executor.ENV: choice}):
                 chains = {slug: reproduce_method(slug, str(project)) for slug in chosen}
         else:

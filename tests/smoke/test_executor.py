@@ -1,5 +1,6 @@
-"""Units on Dask (REPROLAB_EXECUTOR): the train stage of a real method on a 2-worker local
-cluster gives the same checkpoints as in-process, and a worker killed mid-unit loses and
+"""Where units run (REPROLAB_EXECUTOR): the train stage of a real method on the default
+pool of forked single-threaded processes, and on a 2-worker local Dask cluster, gives the
+same checkpoints as one after another in-process; a Dask worker killed mid-unit loses and
 double-counts nothing (the unit runs again elsewhere; one MLflow run per unit)."""
 
 from __future__ import annotations
@@ -36,8 +37,51 @@ def test_unreachable_scheduler_and_bad_value_are_named(monkeypatch):
         pass
     assert time.monotonic() - t0 < 30
     monkeypatch.setenv(executor.ENV, "yes please")
-    with pytest.raises(executor.ExecutorError, match="expected 'local', 'dask'"):
+    with pytest.raises(executor.ExecutorError, match="expected 'local', 'pool'"):
         executor.choice()
+    monkeypatch.setenv(executor.ENV, "local")
+    with pytest.raises(executor.ExecutorError, match="no Dask client"), executor.dask_client():
+        pass
+    monkeypatch.setenv(executor.POOL_ENV, "two")
+    with pytest.raises(executor.ExecutorError, match="REPROLAB_POOL_WORKERS='two'"):
+        executor.pool_workers()
+
+
+def test_the_default_is_a_pool_where_there_is_more_than_one_core(monkeypatch):
+    monkeypatch.delenv(executor.ENV, raising=False)
+    monkeypatch.setattr(executor, "available_cores", lambda: 2)
+    assert executor.choice() == "pool"
+    monkeypatch.setattr(executor, "available_cores", lambda: 1)
+    assert executor.choice() == "local"
+
+
+def test_units_on_the_pool_match_in_process(tmp_path):
+    """The same units, trained one after another in the stage process and on two forked
+    single-threaded workers, give the same checkpoint folder (DVC's hash of it) and one
+    MLflow unit run each. In-process runs on one thread here: a convolution's backward
+    reduces in a thread-dependent order, so a 2-thread run differs in the last bits
+    (tests/unit/test_thread_count.py bounds that)."""
+    from mlflow.tracking import MlflowClient
+
+    cfg = {**TINY_ENSLOSS, "epochs": 2, "quantization": []}
+    hashes, logs = {}, {}
+    for mode in ("local", "pool"):
+        root = copy_project(tmp_path / mode, ensloss=cfg)
+        env = {executor.ENV: mode, executor.POOL_ENV: "2", "REPROLAB_THREADS": "1"}
+        proc = run(["dvc", "repro", "train@ensloss"], root, env=env)
+        hashes[mode], logs[mode] = _checkpoint_md5(root), proc.stdout + proc.stderr
+        client = MlflowClient(f"sqlite:///{root / '.mlflow' / 'mlflow.db'}")
+        runs = client.search_runs(
+            [client.get_experiment_by_name("ensloss").experiment_id],
+            "tags.`reprolab.stage` = 'train' and tags.`reprolab.kind` = 'unit'",
+            max_results=1000,
+        )
+        units = [r.data.tags["reprolab.unit"] for r in runs]
+        assert len(units) > 2 and len(units) == len(set(units)), (mode, sorted(units))
+        assert all(r.info.status == "FINISHED" for r in runs)
+    assert "units on 2 single-threaded processes" in logs["pool"], logs["pool"][-2000:]
+    assert "single-threaded processes" not in logs["local"]
+    assert hashes["pool"] == hashes["local"]
 
 
 @pytest.mark.slow  # a Dask cluster and two trainings: ~1 min (make test-slow)

@@ -567,8 +567,9 @@ def _reprolab_imports(path: Path) -> set[str]:
 
 def test_only_the_train_stage_imports_ops_and_only_the_executor() -> None:
     """The core, contract, config, registry, paths and the stages import no ops module,
-    except the train stage's executor choice and Dask client (reprolab.ops.executor,
-    which imports nothing of reprolab)."""
+    except the train stage's executor choice, process pool and Dask client
+    (reprolab.ops.executor, which imports nothing of reprolab but the core's count of
+    usable cores)."""
     src = ROOT / "src" / "reprolab"
     lower = [src / f"{m}.py" for m in ("contract", "config", "registry", "paths")]
     lower += sorted((src / "core").rglob("*.py")) + sorted((src / "stages").rglob("*.py"))
@@ -579,5 +580,7 @@ def test_only_the_train_stage_imports_ops_and_only_the_executor() -> None:
         if name == "reprolab.ops" or name.startswith("reprolab.ops.")
     }
     assert found == {("stages/train.py", "reprolab.ops.executor")}
-    assert _reprolab_imports(src / "ops" / "executor.py") == set()
+    assert _reprolab_imports(src / "ops" / "executor.py") == {
+        "reprolab.core.threads.available_cores"
+    }
     assert _reprolab_imports(src / "ops" / "__init__.py") == set()

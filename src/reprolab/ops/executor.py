@@ -1,6 +1,12 @@
 """Where a stage's independent units run: ``REPROLAB_EXECUTOR``.
 
-- ``local`` (default): one after another in the stage process, as always;
+- ``pool`` (default on a machine with more than one core): a stage with more than one
+  unit to train runs them on a pool of single-threaded worker processes forked from the
+  stage process, one per core this process may use (``REPROLAB_POOL_WORKERS``
+  overrides); forking costs milliseconds (the stage's imports, parsed config and
+  verified data are inherited), so there is no start-up to pay back and the pool lives
+  exactly as long as the stage's training;
+- ``local``: one after another in the stage process, torch on every core;
 - ``dask``: a local Dask cluster sized to the machine (one single-threaded worker
   process per core, or ``REPROLAB_DASK_WORKERS``), started for the stage and stopped
   after it;
@@ -13,7 +19,8 @@ the deployment also takes it as a parameter): :func:`local_cluster_kwargs` is th
 description of a local cluster for both.
 
 It is an environment setting, not a param: where units run does not change what they
-compute (a test compares the checkpoints), so it must not change DVC's view of a stage.
+compute (tests compare the checkpoints of ``local``, ``pool`` and Dask), so it must not
+change DVC's view of a stage.
 The stage process still gathers the results and writes every output (checkpoints, MLflow
 runs) itself, atomically, so DVC sees one stage and its caching stays exact. A worker
 that dies mid-unit loses nothing that was finished: Dask reruns the unit on another
@@ -28,8 +35,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from reprolab.core.threads import available_cores
+
 ENV = "REPROLAB_EXECUTOR"
 WORKERS_ENV = "REPROLAB_DASK_WORKERS"
+POOL_ENV = "REPROLAB_POOL_WORKERS"
 CONNECT_TIMEOUT_S = 5
 
 
@@ -37,21 +47,71 @@ class ExecutorError(RuntimeError):
     """The executor named by REPROLAB_EXECUTOR cannot be used (named, with the fix)."""
 
 
+def default() -> str:
+    """``pool`` where this process may use more than one core, else ``local``."""
+    return "pool" if available_cores() > 1 else "local"
+
+
 def choice(value: str | None = None) -> str:
-    """``value`` (default: ``REPROLAB_EXECUTOR``, else ``local``), checked."""
+    """``value`` (default: ``REPROLAB_EXECUTOR``, else :func:`default`), checked."""
     if value is None:
-        value = os.environ.get(ENV, "local")
-    value = value.strip() or "local"
-    if value in ("local", "dask") or "://" in value:
+        value = os.environ.get(ENV, "")
+    value = value.strip() or default()
+    if value in ("local", "pool", "dask") or "://" in value:
         return value
     raise ExecutorError(
-        f"{ENV}={value!r}: expected 'local', 'dask' (a local Dask cluster) or a Dask "
+        f"{ENV}={value!r}: expected 'local', 'pool' (single-threaded processes forked "
+        "from the stage, one per core), 'dask' (a local Dask cluster) or a Dask "
         "scheduler address such as tcp://127.0.0.1:8786"
     )
 
 
-def is_local() -> bool:
-    return choice() == "local"
+def pool_workers() -> int:
+    """Worker processes of a ``pool``: ``REPROLAB_POOL_WORKERS``, else one per core this
+    process may use."""
+    value = os.environ.get(POOL_ENV, "").strip()
+    if not value:
+        return available_cores()
+    if not value.isdigit() or int(value) < 1:
+        raise ExecutorError(f"{POOL_ENV}={value!r}: expected a whole number of workers >= 1")
+    return int(value)
+
+
+def _one_thread() -> None:
+    """A pool worker's start: torch on one core (results do not depend on it)."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@contextmanager
+def process_pool(workers: int) -> Iterator[Any]:
+    """A ``concurrent.futures`` pool of ``workers`` single-threaded processes forked from
+    this one. On an error or an interrupt the units not started are cancelled and the
+    workers stopped; a worker that dies (killed, out of memory) is named."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_one_thread,
+    )
+    try:
+        yield pool
+    except BrokenProcessPool as exc:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise ExecutorError(
+            f"a unit's worker process died ({exc}): rerun the stage (finished units are "
+            f"kept), or set {ENV}=local to train the units one after another in the stage "
+            "process"
+        ) from None
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def local_workers() -> int:
@@ -76,8 +136,8 @@ def dask_client() -> Iterator[Any]:
     """A ``distributed.Client`` for the configured executor (a local cluster is started
     here and stopped on exit; an unreachable scheduler fails within seconds)."""
     value = choice()
-    if value == "local":
-        raise ExecutorError(f"{ENV} is 'local': no Dask client")
+    if value in ("local", "pool"):
+        raise ExecutorError(f"{ENV} is {value!r}: no Dask client")
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - it is in requirements.lock

@@ -20,6 +20,7 @@ the checkpoints folder persists between runs (``persist: true`` in dvc.yaml) for
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -117,23 +118,23 @@ def run(slug: str, root: Path) -> dict:
             )
             log(f"train@{slug} [{n}/{len(units)}] {unit.id}: {shown} ({seconds:.1f}s)")
 
-        # a line every REPROLAB_PROGRESS_SECONDS (25 s) while units train: one unit can
-        # take minutes
-        with Progress(f"train@{slug}", len(units), done=len(units) - len(todo)) as progress:
-            if executor.is_local() or not todo:
-                for unit in todo:
-                    progress.working_on(unit.id)
-                    # the unit's MLflow run is open while it trains: a failure marks it FAILED
-                    with tracker.unit_run(
-                        unit_label(unit), unit_params(unit), unit_tags(unit)
-                    ) as run_id:
-                        t0 = time.perf_counter()
-                        n = units.index(unit) + 1
-                        label = f"train@{slug} [{n}/{len(units)}] {unit.id}"
-                        result = _train_one(ctx, hooks, data, partial, unit, label)
-                        write(unit, result, time.perf_counter() - t0, n, run_id)
-                    progress.advance()
-            else:
+        mode = executor.choice()  # a bad REPROLAB_EXECUTOR is named before any compute
+        workers = min(executor.pool_workers(), len(todo)) if mode == "pool" else 0
+        if mode == "pool" and workers < 2:
+            mode = "local"  # one unit (or one core): nothing to run side by side
+        args = (slug, str(root), fingerprint)
+        with contextlib.ExitStack() as stack:
+            futures: dict = {}
+            if mode == "pool":
+                # the forked workers inherit the built context, hooks and data; all of
+                # them are forked at the first submit, before the progress thread starts
+                _WORKER_STATE[args] = (ctx, hooks, data)
+                pool = stack.enter_context(executor.process_pool(workers))
+                futures = {pool.submit(_train_remote, *args, u.as_json()): u for u in todo}
+                log(f"train@{slug}: {len(todo)} units on {workers} single-threaded processes")
+            # a line every REPROLAB_PROGRESS_SECONDS (25 s) while units train: one unit
+            # can take minutes
+            with Progress(f"train@{slug}", len(units), done=len(units) - len(todo)) as progress:
 
                 def record(unit: Unit, result: TrainedUnit, seconds: float, n: int) -> None:
                     with tracker.unit_run(
@@ -142,7 +143,41 @@ def run(slug: str, root: Path) -> dict:
                         write(unit, result, seconds, n, run_id)
                     progress.advance()
 
-                _train_on_dask(slug, root, fingerprint, todo, record, len(units))
+                if mode == "pool":
+                    from concurrent.futures import as_completed
+
+                    _record_as_they_arrive(futures, as_completed(futures), record, units)
+                elif mode != "local" and todo:
+                    from distributed import as_completed
+
+                    with executor.dask_client() as client:
+                        n = len(client.scheduler_info().get("workers", {}))
+                        log(f"train@{slug}: {len(todo)} units on Dask ({mode}, {n} workers)")
+                        futures = {
+                            client.submit(
+                                _train_remote,
+                                *args,
+                                u.as_json(),
+                                key=f"train-{slug}-{u.id}-{fingerprint}",
+                                pure=False,
+                            ): u
+                            for u in todo
+                        }
+                        _record_as_they_arrive(futures, as_completed(futures), record, units)
+                else:
+                    for unit in todo:
+                        progress.working_on(unit.id)
+                        # the unit's MLflow run is open while it trains: a failure marks
+                        # it FAILED
+                        with tracker.unit_run(
+                            unit_label(unit), unit_params(unit), unit_tags(unit)
+                        ) as run_id:
+                            t0 = time.perf_counter()
+                            n = units.index(unit) + 1
+                            label = f"train@{slug} [{n}/{len(units)}] {unit.id}"
+                            result = _train_one(ctx, hooks, data, partial, unit, label)
+                            write(unit, result, time.perf_counter() - t0, n, run_id)
+                        progress.advance()
 
         with io.atomic_dir(ctx.paths.checkpoints) as tmp:
             for unit in units:
@@ -234,14 +269,15 @@ def _end_attempt(resume: Path) -> None:
         pass  # never hide the error that ended the attempt
 
 
-#: per Dask worker process: (slug, root, fingerprint) -> (ctx, hooks, data)
+#: per worker process (pool or Dask): (slug, root, fingerprint) -> (ctx, hooks, data);
+#: a pool's forked workers inherit the stage process's entry
 _WORKER_STATE: dict[tuple[str, str, str], tuple] = {}
 
 
 def _train_remote(slug: str, root: str, fingerprint: str, unit_json: dict) -> tuple:
-    """A unit's training on a Dask worker: the stage context is built once per worker
-    (params checked, data verified), the result goes back to the stage process, which
-    writes it."""
+    """A unit's training in a worker process: the stage context is built once per
+    worker (params checked, data verified) unless inherited; the result goes back to
+    the stage process, which writes it."""
     key = (slug, root, fingerprint)
     if key not in _WORKER_STATE:
         set_threads()
@@ -251,36 +287,19 @@ def _train_remote(slug: str, root: str, fingerprint: str, unit_json: dict) -> tu
     partial = ctx.paths.partial("train") / fingerprint
     t0 = time.perf_counter()
     unit = Unit.from_json(unit_json)
-    result = _train_one(ctx, hooks, data, partial, unit, f"train@{slug} [dask] {unit.id}")
+    result = _train_one(ctx, hooks, data, partial, unit, f"train@{slug} [worker] {unit.id}")
     return result, time.perf_counter() - t0
 
 
-def _train_on_dask(slug, root, fingerprint, todo, record, total) -> None:
-    """Submit every unit to the Dask executor; record each as its result arrives. A
-    worker lost mid-unit makes Dask run that unit again elsewhere (its resume state is
-    in the shared partial folder); each unit is recorded once."""
-    from distributed import as_completed
-
-    with executor.dask_client() as client:
-        workers = len(client.scheduler_info().get("workers", {}))
-        log(f"train@{slug}: {len(todo)} units on Dask ({executor.choice()}, {workers} workers)")
-        futures = {
-            client.submit(
-                _train_remote,
-                slug,
-                str(root),
-                fingerprint,
-                unit.as_json(),
-                key=f"train-{slug}-{unit.id}-{fingerprint}",
-                pure=False,
-            ): unit
-            for unit in todo
-        }
-        n = total - len(todo)
-        for future in as_completed(futures):
-            result, seconds = future.result()
-            n += 1
-            record(futures[future], result, seconds, n)
+def _record_as_they_arrive(futures: dict, arrived, record, units: list[Unit]) -> None:
+    """Record each unit in the stage process as its result arrives (``futures``: future
+    -> unit, of a pool or of Dask). A Dask worker lost mid-unit makes Dask run that unit
+    again elsewhere (its resume state is in the shared partial folder); each unit is
+    recorded once."""
+    for future in arrived:
+        result, seconds = future.result()
+        unit = futures[future]
+        record(unit, result, seconds, units.index(unit) + 1)
 
 
 def _check_resume(resume: Path, label: str) -> None:
