@@ -7,6 +7,7 @@ run it without changes.
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -148,6 +149,10 @@ def test_hooks_run_end_to_end_on_a_tiny_config(spec: MethodSpec, tmp_path):
     run = Run(spec, cfg, seeds, tmp_path, build_assets(spec, tmp_path))
     datasets, meta = hooks.prepare(run, tmp_path / "raw")
     assert datasets and isinstance(meta, dict)
+    # one seed's arrays are named s<seed>_... (docs/contract.md): the training
+    # fingerprint then leaves other seeds' arrays out, so added seeds retrain nothing
+    suffixed = sorted(k for arrays in datasets.values() for k in arrays if re.search(r"_s\d+$", k))
+    assert not suffixed, f"per-seed arrays must be named s<seed>_..., not {suffixed[:4]}"
     units = hooks.units(run, sorted(datasets))
     assert {u.variant for u in units} <= set(spec.variant_names())
     assert {u.seed for u in units} <= {*seeds, None}

@@ -327,10 +327,10 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
         for s, problems in problems_by_seed.items():
             for cot, name in ((False, "direct"), (True, "cot")):
                 flat, off = _ragged([ids(T.query(p, cot)) for p in problems])
-                out[f"{name}_ids_s{s}"], out[f"{name}_off_s{s}"] = flat, off
-            out[f"gold_s{s}"] = np.array([p.gold for p in problems], dtype=np.float64)
+                out[f"s{s}_{name}_ids"], out[f"s{s}_{name}_off"] = flat, off
+            out[f"s{s}_gold"] = np.array([p.gold for p in problems], dtype=np.float64)
             if family == T.SYMBOLIC:  # the answer is an expression over the variables
-                out[f"gold_expr_s{s}"] = np.array([p.expression for p in problems], dtype=str)
+                out[f"s{s}_gold_expr"] = np.array([p.expression for p in problems], dtype=str)
         return out
 
     # ---- calibration: which easier family (unconstrained CoT, its own split)
@@ -355,7 +355,7 @@ def prepare(run: Run, raw_dir: Path) -> tuple[dict, dict]:
                 model,
                 data,
                 "prefix_cot",
-                _unragged(data["cot_ids_s0"], data["cot_off_s0"]),
+                _unragged(data["s0_cot_ids"], data["s0_cot_off"]),
                 "unconstrained",
                 True,
                 cfg.max_tokens_cot,
@@ -480,11 +480,11 @@ def evaluate_unit(run: Run, model, unit: Unit, data: dict, history: list[dict]) 
     mode, cot = DECODERS[unit.variant]
     name = "cot" if cot else "direct"
     s = unit.seed
-    suffixes = _unragged(data[f"{name}_ids_s{s}"], data[f"{name}_off_s{s}"])
-    if f"gold_expr_s{s}" in data:  # the symbolic family: expressions over variables
-        gold = [str(g) for g in np.asarray(data[f"gold_expr_s{s}"])]
+    suffixes = _unragged(data[f"s{s}_{name}_ids"], data[f"s{s}_{name}_off"])
+    if f"s{s}_gold_expr" in data:  # the symbolic family: expressions over variables
+        gold = [str(g) for g in np.asarray(data[f"s{s}_gold_expr"])]
     else:
-        gold = [float(g) for g in np.asarray(data[f"gold_s{s}"])]
+        gold = [float(g) for g in np.asarray(data[f"s{s}_gold"])]
     grammar = T.grammar_for(unit.task)
     started = time.perf_counter()
     with torch_threads(cfg.threads):
