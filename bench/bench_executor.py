@@ -19,8 +19,9 @@ With ``--flow`` it also times Prefect's ``reproduce_all`` over two tiny methods
 ``executor="local"`` (one after the other) and ``executor="dask"`` (concurrently, a
 2-worker local cluster), each in a fresh copy, and checks both copies' dvc.lock agree.
 
-The checkpoints must be identical every way (the bench fails otherwise): results do not
-depend on the thread count or on where units run. Target: >= 1.6x over ``local`` with
+The checkpoints must be identical in every single-threaded mode (the bench fails
+otherwise): results do not depend on where units run. ``local`` (two threads) may differ
+in the last bits of convolution weights (tests/unit/test_thread_count.py bounds it). Target: >= 1.6x over ``local`` with
 2 workers on 2 cores. The load average is recorded around every run; run it alone
 (``flock /tmp/reprolab-heavy.lock``) on an idle machine.
 
@@ -33,6 +34,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -166,6 +168,9 @@ def main() -> None:
 
     def train(mode: str) -> float:
         nonlocal units
+        # every mode trains every unit: the stage reuses units the last run trained
+        for done in ("data/checkpoints/ensloss", "data/.partial/train/ensloss"):
+            shutil.rmtree(root / done, ignore_errors=True)
         t0 = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "reprolab", "train", "ensloss"],
@@ -193,7 +198,11 @@ def main() -> None:
     finally:
         cluster.close()
     load_after = os.getloadavg()
-    same = len(set().union(*digests.values())) == 1
+    # every single-threaded mode gives the same bits; ``local`` runs torch on two threads,
+    # where a convolution's backward reduces in another order (last bits of the weights,
+    # bounded by tests/unit/test_thread_count.py)
+    same = len(set().union(*(digests[m] for m in MODES if m != "local"))) == 1
+    same_as_two_threads = digests["local"] == digests["local-1t"]
     med = {m: statistics.median(times[m]) for m in MODES}
     speedup = {m: med["local"] / med[m] for m in MODES}
     out = {
@@ -209,6 +218,7 @@ def main() -> None:
         "target": TARGET,
         "pass": max(speedup["pool"], speedup["dask"], speedup["tcp"]) >= TARGET,
         "identical_checkpoints": same,
+        "two_thread_checkpoints_identical": same_as_two_threads,
         "load_average_before": load_before,
         "load_average_after": load_after,
         "load_1min_per_run": loads,
@@ -250,7 +260,8 @@ def main() -> None:
         f"Warm scheduler's first run (workers importing, stage context built): {warmup:.1f} s. "
         f"Warm Dask vs in-process at 1 thread: {out['speedup_tcp_vs_local_1t']:.2f}x. "
         f"Target >= {TARGET}x over in-process: {'PASS' if out['pass'] else 'FAIL'}; "
-        f"identical checkpoints: {same}.\n{flow_md}"
+        f"identical checkpoints (every single-threaded mode): {same}; torch on two threads "
+        f"gives the same bits: {same_as_two_threads}.\n{flow_md}"
     )
     print(md.read_text())
     if not same:

@@ -126,8 +126,12 @@ def run(slug: str, root: Path) -> dict:
         with contextlib.ExitStack() as stack:
             futures: dict = {}
             if mode == "pool":
-                # the forked workers inherit the built context, hooks and data; all of
-                # them are forked at the first submit, before the progress thread starts
+                # the forked workers inherit the built context, hooks and data, and the
+                # shared fit loop (Lightning: ~3 s to import) imported here once, not in
+                # every worker; all are forked at the first submit, before the progress
+                # thread starts
+                import reprolab.core.training  # noqa: F401
+
                 _WORKER_STATE[args] = (ctx, hooks, data)
                 pool = stack.enter_context(executor.process_pool(workers))
                 futures = {pool.submit(_train_remote, *args, u.as_json()): u for u in todo}
