@@ -5,6 +5,7 @@ double-counts nothing (the unit runs again elsewhere; one MLflow run per unit)."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -70,6 +71,11 @@ def test_units_on_the_pool_match_in_process(tmp_path):
         env = {executor.ENV: mode, executor.POOL_ENV: "2", "REPROLAB_THREADS": "1"}
         proc = run(["dvc", "repro", "train@ensloss"], root, env=env)
         hashes[mode], logs[mode] = _checkpoint_md5(root), proc.stdout + proc.stderr
+        # each unit records how many ran at once: a paper run's compute divides by it
+        timings = json.loads((root / "data/runtime/ensloss/train.json").read_text())["units"]
+        assert {t["units_side_by_side"] for t in timings.values()} == {
+            2.0 if mode == "pool" else 1.0
+        }
         client = MlflowClient(f"sqlite:///{root / '.mlflow' / 'mlflow.db'}")
         runs = client.search_runs(
             [client.get_experiment_by_name("ensloss").experiment_id],

@@ -102,3 +102,14 @@ def test_round_minutes_counts_the_killed_attempts_memo_entries(tmp_path):
     assert _round_minutes(runtime, started) == pytest.approx(expected / 60.0)
     # without a round start (an old run's files) no memo entry counts
     assert _round_minutes(runtime) == pytest.approx((30.0 + 12.0 + 6.0 + 9.0) / 60.0)
+
+
+def test_units_trained_side_by_side_count_their_share_of_the_machine(tmp_path):
+    """Four 60 s units on a 2-process pool took 2 minutes of the machine, as two 60 s
+    units one after another take 2 minutes: the budget reads machine time on both."""
+    pool = {f"u{i}": {"train_seconds": 60.0, "units_side_by_side": 2.0} for i in range(4)}
+    (tmp_path / "train.json").write_text(json.dumps({"units": pool}))
+    assert _round_minutes(tmp_path) == pytest.approx(2.0)
+    serial = {f"u{i}": {"train_seconds": 60.0, "units_side_by_side": 1.0} for i in range(2)}
+    (tmp_path / "train.json").write_text(json.dumps({"units": serial}))
+    assert _round_minutes(tmp_path) == pytest.approx(2.0)

@@ -791,7 +791,8 @@ def _new_units(rules: list[dict], units: list) -> int:
 
 def _round_minutes(runtime: Path, started: float = math.inf) -> float:
     """The compute a round spent on one method: the training of the units it trained
-    (not those reused; a unit resumed after a kill with the epochs before it), its
+    (not those reused; a unit resumed after a kill with the epochs before it; a unit
+    trained beside others on the pool counts its seconds over how many ran at once), its
     quantize and evaluate stages, and the units that an attempt of the round killed
     after evaluating them left in the evaluation memo (made at or after ``started``,
     wall clock)."""
@@ -802,7 +803,10 @@ def _round_minutes(runtime: Path, started: float = math.inf) -> float:
     if train.is_file():
         for t in io.read_json(train).get("units", {}).values():
             if isinstance(t, dict) and not t.get("reused"):
-                total += float(t.get("train_seconds", 0.0))
+                # units trained side by side (the pool) share the machine: each counts
+                # its share, so the budget reads machine time on any executor
+                share = max(1.0, float(t.get("units_side_by_side", 1.0)))
+                total += float(t.get("train_seconds", 0.0)) / share
     quantize = runtime / "quantize.json"
     if quantize.is_file():
         total += float(io.read_json(quantize).get("wall_seconds", 0.0))

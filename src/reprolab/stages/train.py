@@ -93,6 +93,15 @@ def run(slug: str, root: Path) -> dict:
         if n_reused:
             log(f"train@{slug}: {n_reused} unit(s) reused from the previous run (same setting)")
 
+        mode = executor.choice()  # a bad REPROLAB_EXECUTOR is named before any compute
+        workers = min(executor.pool_workers(), len(todo)) if mode == "pool" else 0
+        if mode == "pool" and workers < 2:
+            mode = "local"  # one unit (or one core): nothing to run side by side
+        # units trained side by side share the machine: a paper run's compute counts each
+        # unit's seconds divided by how many ran at once (results.paper._round_minutes),
+        # so the evidence budget reads machine time whichever executor ran the units
+        side_by_side = float(workers) if mode == "pool" else 1.0
+
         def write(unit: Unit, result: TrainedUnit, seconds: float, n: int, run_id: str) -> None:
             """Write a finished unit (done file, its MLflow run's history) and drop its
             resume state."""
@@ -103,7 +112,11 @@ def run(slug: str, root: Path) -> dict:
             ]
             # an interrupted earlier attempt's epochs are part of this unit's training
             earlier = float(result.timings.get("earlier_attempts_seconds", 0.0))
-            timings = {**result.timings, "train_seconds": seconds + earlier}
+            timings = {
+                **result.timings,
+                "train_seconds": seconds + earlier,
+                "units_side_by_side": side_by_side,
+            }
             io.write_json(done_dir / f"{unit.id}.timings.json", timings)
             saved = {"state": result.state, "history": history}
             if result.signals:
@@ -118,10 +131,6 @@ def run(slug: str, root: Path) -> dict:
             )
             log(f"train@{slug} [{n}/{len(units)}] {unit.id}: {shown} ({seconds:.1f}s)")
 
-        mode = executor.choice()  # a bad REPROLAB_EXECUTOR is named before any compute
-        workers = min(executor.pool_workers(), len(todo)) if mode == "pool" else 0
-        if mode == "pool" and workers < 2:
-            mode = "local"  # one unit (or one core): nothing to run side by side
         args = (slug, str(root), fingerprint)
         with contextlib.ExitStack() as stack:
             futures: dict = {}
@@ -156,6 +165,7 @@ def run(slug: str, root: Path) -> dict:
 
                     with executor.dask_client() as client:
                         n = len(client.scheduler_info().get("workers", {}))
+                        side_by_side = float(max(1, min(n, len(todo))))
                         log(f"train@{slug}: {len(todo)} units on Dask ({mode}, {n} workers)")
                         futures = {
                             client.submit(
