@@ -146,3 +146,41 @@ def test_units_on_dask_match_in_process_and_survive_a_killed_worker(tmp_path, mo
     # two train stage runs (in-process, then Dask): each unit exactly once in each
     assert len(names) == 2 * result["units"] and len(set(names)) == result["units"]
     assert all(r.info.status == "FINISHED" for r in stage_runs)
+
+
+def test_pool_workers_die_with_a_killed_stage_process(tmp_path):
+    """SIGKILL of the stage process takes its pool's workers with it (Linux's parent-
+    death signal), so none goes on training into the resume folder a rerun reads."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, sys, time\n"
+        "from reprolab.ops import executor\n"
+        "with executor.process_pool(2) as pool:\n"
+        "    futures = [pool.submit(time.sleep, 120) for _ in range(2)]\n"
+        "    time.sleep(3)\n"
+        "    print(' '.join(str(p) for p in pool._processes), flush=True)\n"
+        "    time.sleep(120)\n"
+    )
+    stage = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in stage.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+        os.kill(stage.pid, signal.SIGKILL)
+        stage.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in pids), "a pool worker outlived its stage process"
+    finally:
+        if stage.poll() is None:
+            stage.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False

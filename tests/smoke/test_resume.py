@@ -69,8 +69,14 @@ def _kill_mid_training(root: Path, worker: str = "off") -> tuple[set[str], str, 
         proc = subprocess.Popen(
             ["dvc", "repro", "train@ensloss"],
             cwd=root,
-            # "off": a real SIGKILL of the stage process itself
-            env=tool_env({"REPROLAB_WORKER": "off"} if worker == "off" else {}),
+            # "off": a real SIGKILL of the stage process itself. Units one after another,
+            # so the kill leaves exactly one unit interrupted (on the default pool two
+            # run at once; each resumes by the same per-unit mechanism)
+            env=tool_env(
+                {"REPROLAB_WORKER": "off", "REPROLAB_EXECUTOR": "local"}
+                if worker == "off"
+                else {"REPROLAB_EXECUTOR": "local"}
+            ),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -78,11 +78,30 @@ def pool_workers() -> int:
 
 
 def _one_thread() -> None:
-    """A pool worker's start: torch on one core (results do not depend on it)."""
+    """A pool worker's start: it dies with the stage process (a killed stage leaves no
+    worker training on into the resume folder the next attempt reads), and torch runs on
+    one core (results do not depend on it)."""
+    _die_with_parent()
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
 
     torch.set_num_threads(1)
+
+
+def _die_with_parent() -> None:
+    """Linux's parent-death signal: SIGKILL this process when the one that forked it
+    dies, however it dies (elsewhere nothing is set)."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent died before the signal was set
+        os._exit(1)
 
 
 @contextmanager
