@@ -12,7 +12,8 @@ isolation, each in fresh processes:
 - ``hashing``: every stage's ``changed()`` (its deps' and outputs' hashes against
   dvc.lock, from DVC's state database), without the read/write locks;
 - ``rwlock``: a whole in-process no-op with DVC's per-stage read/write lock file,
-  minus the same without it (DVC takes it 16 times per stage);
+  minus the same without it (a no-op takes it 8 times per stage, rewriting the file
+  16 times: measured under cProfile, 640 locks and 1,280 edits over 80 stages);
 - ``no bytecode``: the no-op with no compiled bytecode at all (an empty
   PYTHONPYCACHEPREFIX), minus the no-op as installed: what a venv without compiled
   DVC modules pays on every call in a shell that sets PYTHONDONTWRITEBYTECODE.
