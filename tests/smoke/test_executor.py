@@ -90,6 +90,56 @@ def test_units_on_the_pool_match_in_process(tmp_path):
     assert hashes["pool"] == hashes["local"]
 
 
+def test_evaluation_on_the_pool_matches_in_process(tmp_path):
+    """The evaluate stage's units (a quantized scheme included) on two forked workers
+    give the same metrics and claims, byte for byte, as one after another in the stage
+    process, from the same checkpoints; the evaluation memo keeps machine time (each
+    unit's seconds over the units side by side)."""
+    cfg = {**TINY_ENSLOSS, "epochs": 2, "quantization": ["int8_dynamic"]}
+    outputs, logs = {}, {}
+    for mode in ("local", "pool"):
+        root = copy_project(tmp_path / mode, ensloss=cfg)
+        env = {executor.ENV: mode, executor.POOL_ENV: "2", "REPROLAB_THREADS": "1"}
+        proc = run(["dvc", "repro", "evaluate@ensloss"], root, env=env)
+        logs[mode] = proc.stdout + proc.stderr
+        out = root / "data/eval/ensloss"
+        outputs[mode] = {name: (out / name).read_bytes() for name in ("metrics.csv", "claims.json")}
+        info = json.loads((root / "data/runtime/ensloss/evaluate.json").read_text())
+        assert info["units_side_by_side"] == (2.0 if mode == "pool" else 1.0)
+        memo = [
+            json.loads(p.read_text())
+            for p in (root / "data/.cache/evaluate/ensloss").glob("*.json")
+        ]
+        assert memo and all(m["seconds"] > 0 for m in memo)
+    assert "trained objects on 2 single-threaded processes" in logs["pool"], logs["pool"][-2000:]
+    assert "trained objects on" not in logs["local"]
+    assert outputs["pool"]["metrics.csv"].count(b"\n") > 10
+    assert outputs["pool"] == outputs["local"]
+
+
+def test_a_claim_on_wall_clock_time_keeps_evaluation_in_the_stage_process(monkeypatch):
+    """lip_rcp's ``faster`` reads seconds measured in evaluate: its units are timed one
+    after another; a method without such a claim gets one worker per core, never more
+    than the trained objects waiting."""
+    from types import SimpleNamespace
+
+    from reprolab import registry
+    from reprolab.stages import evaluate
+
+    def Ctx(slug):  # noqa: N802 - what _pool_workers reads of a stage context
+        return SimpleNamespace(spec=registry.get(slug))
+
+    monkeypatch.setenv(executor.ENV, "pool")
+    monkeypatch.setenv(executor.POOL_ENV, "2")
+    assert evaluate._pool_workers(Ctx("lip_rcp"), 10) == 0
+    assert evaluate._pool_workers(Ctx("ensloss"), 10) == 2
+    assert evaluate._pool_workers(Ctx("ensloss"), 1) == 0
+    monkeypatch.setenv(executor.POOL_ENV, "4")
+    assert evaluate._pool_workers(Ctx("ensloss"), 3) == 3
+    monkeypatch.setenv(executor.ENV, "local")
+    assert evaluate._pool_workers(Ctx("ensloss"), 10) == 0
+
+
 @pytest.mark.slow  # a Dask cluster and two trainings: ~1 min (make test-slow)
 def test_units_on_dask_match_in_process_and_survive_a_killed_worker(tmp_path, monkeypatch):
     from distributed import Client, LocalCluster

@@ -565,11 +565,11 @@ def _reprolab_imports(path: Path) -> set[str]:
     return out
 
 
-def test_only_the_train_stage_imports_ops_and_only_the_executor() -> None:
+def test_only_the_train_and_evaluate_stages_import_ops_and_only_the_executor() -> None:
     """The core, contract, config, registry, paths and the stages import no ops module,
-    except the train stage's executor choice, process pool and Dask client
-    (reprolab.ops.executor, which imports nothing of reprolab but the core's count of
-    usable cores)."""
+    except the executor choice, process pool and Dask client of the train and evaluate
+    stages (reprolab.ops.executor, which imports nothing of reprolab but the core's
+    count of usable cores)."""
     src = ROOT / "src" / "reprolab"
     lower = [src / f"{m}.py" for m in ("contract", "config", "registry", "paths")]
     lower += sorted((src / "core").rglob("*.py")) + sorted((src / "stages").rglob("*.py"))
@@ -579,7 +579,10 @@ def test_only_the_train_stage_imports_ops_and_only_the_executor() -> None:
         for name in _reprolab_imports(path)
         if name == "reprolab.ops" or name.startswith("reprolab.ops.")
     }
-    assert found == {("stages/train.py", "reprolab.ops.executor")}
+    assert found == {
+        ("stages/train.py", "reprolab.ops.executor"),
+        ("stages/evaluate.py", "reprolab.ops.executor"),
+    }
     assert _reprolab_imports(src / "ops" / "executor.py") == {
         "reprolab.core.threads.available_cores"
     }

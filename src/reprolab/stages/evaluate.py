@@ -18,6 +18,7 @@ and runtime_metrics.csv (not versioned) and in MLflow, where the report reads th
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -60,7 +61,9 @@ def run(slug: str, root: Path) -> dict:
     started = time.perf_counter()
     try:
         trained = Trained(ctx, hooks, data, trained_units)
-        rows, efficiency, memo_hits = _measure(ctx, hooks, data, units, trained, schemes, qinfo)
+        rows, efficiency, memo_hits, side_by_side = _measure(
+            ctx, hooks, data, units, trained, schemes, qinfo
+        )
         runtime_rows = [r for r in rows if is_runtime_metric(r[2])]
         table = metrics_table([r for r in rows if not is_runtime_metric(r[2])])
         latency = {p: e.pop("latency_ms") for p, e in efficiency.items()}
@@ -109,6 +112,9 @@ def run(slug: str, root: Path) -> dict:
                 "latency_ms": latency,
                 "runtime_metrics": _means(runtime_table),
                 "evaluate_seconds": time.perf_counter() - started,
+                # trained objects evaluated at once (the pool): the wall-clock
+                # measurements above were taken beside that many units
+                "units_side_by_side": side_by_side,
                 # units read from the memo: when each was evaluated and what it took (a
                 # paper round counts those its own killed attempt evaluated)
                 "memo_hits": memo_hits,
@@ -192,10 +198,14 @@ def metrics_table(rows: list[tuple[Unit, str, str, float]]) -> pd.DataFrame:
 
 
 def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
-    from reprolab.core import precision as casts
+    """Every unit's metrics at every precision (rows in a fixed order whichever way the
+    units ran), the efficiency per precision, and the memo hits. Units sharing a trained
+    object (evaluation-only variants of one victim, say) are evaluated together, so
+    each object is restored and quantized once; the groups run on the stage's process
+    pool where the method has no claim on a wall-clock measurement (see
+    :func:`_pool_workers`), else one after another."""
     from reprolab.core import quant
 
-    rows: list[tuple[Unit, str, str, float]] = []
     sizes = qinfo.get("sizes", {})
     real_kernel = qinfo.get("real_kernel", {})
     efficiency: dict[str, dict] = {
@@ -207,77 +217,78 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
         }
         for precision, entry in sizes.items()
     }
-    latency_done: set[str] = set()
     memo = UnitMemo(ctx, schemes)
-    # units sharing a trained object (evaluation-only variants of one victim, say) are
-    # evaluated back to back, so each object is restored and quantized once
     order = sorted(units, key=lambda u: (ctx.spec.source_unit(u).sort_key(), u.sort_key()))
-    loaded: tuple[Unit, dict] | None = None
-    n_memo = 0
-    # a line every REPROLAB_PROGRESS_SECONDS (25 s): one unit can take minutes (sampling)
-    with Progress(f"evaluate@{ctx.slug}", len(order)) as progress:
-        for i, unit in enumerate(order, 1):
-            progress.working_on(unit.id)
-            source = ctx.spec.source_unit(unit)
-            task_data = data[unit.task]
-            measure_latency = bool(schemes) and source.variant not in latency_done
-            cached = memo.get(unit)
-            unit_started = time.perf_counter()
-            if cached is not None and not measure_latency:
-                rows += [(unit, precision, k, float(v)) for precision, k, v in cached]
-                n_memo += 1
-                progress.advance()
-                if i % 25 == 0 or i == len(order):
-                    log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
-                continue
-            if loaded is None or loaded[0] != source:
-                state = trained.checkpoint(source)["state"]
-                model = hooks.restore(ctx.run, source, task_data, state)
-                models = {"fp32": model}
-                for precision in ctx.spec.precisions:
-                    if precision != "fp32":
-                        models[precision] = casts.cast(model, precision)
-                for scheme in schemes:
-                    qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
-                    arch = hooks.restore(ctx.run, source, task_data, state)
-                    models[scheme] = quant.restore_quantized(
-                        arch, scheme, qstate, keep_fp32=ctx.spec.quantization.keep_fp32
-                    )
-                loaded = (source, models)
-            models = loaded[1]
-            history = trained[source]
-            expected = set(ctx.spec.variant_metrics(unit.variant))
-            unit_rows = []
-            if cached is not None:
-                unit_rows, n_memo = list(cached), n_memo + 1
-            else:
-                for precision, m in models.items():
-                    metrics = hooks.evaluate_unit(ctx.run, m, unit, task_data, history)
-                    absent = sorted(expected - set(metrics))
-                    if absent:
-                        raise ValueError(
-                            f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
-                            f"declared headline metric(s) {absent}"
-                        )
-                    unit_rows += [(precision, k, float(v)) for k, v in metrics.items()]
-                memo.put(unit, unit_rows, time.perf_counter() - unit_started)
-            rows += [(unit, precision, k, v) for precision, k, v in unit_rows]
-            # Latency depends on the architecture, not on the task or seed: measure it once
-            # per trained variant, and only where a real low-bit kernel runs (fake
-            # quantization computes in fp32, so its latency says nothing).
-            if measure_latency:
-                latency_done.add(source.variant)
-                example = hooks.example_input(ctx.run, source, task_data)
-                for precision, m in models.items():
-                    if precision in efficiency and efficiency[precision]["real_kernel"]:
-                        efficiency[precision]["latency_ms"].append(
-                            quant.latency_ms(m, example)["median"]
-                        )
+    done: dict[Unit, list[tuple[str, str, float]]] = {}
+    for unit in order:
+        cached = memo.get(unit)
+        if cached is not None:
+            done[unit] = cached
+    groups: dict[Unit, list[Unit]] = {}
+    for unit in order:
+        if unit not in done:
+            groups.setdefault(ctx.spec.source_unit(unit), []).append(unit)
+    workers = _pool_workers(ctx, len(groups))
+    side_by_side = float(max(1, workers))
+
+    def record(results: list[tuple[Unit, list, float]]) -> None:
+        for unit, unit_rows, seconds in results:
+            done[unit] = unit_rows
+            # the memo keeps machine time, as the paper run's compute counts it
+            memo.put(unit, unit_rows, seconds / side_by_side)
             progress.advance()
-            if i % 25 == 0 or i == len(order):
-                log(f"evaluate@{ctx.slug}: {i}/{len(order)} units")
-    if n_memo:
-        log(f"evaluate@{ctx.slug}: {n_memo} unit(s) read from the evaluation memo (same setting)")
+            if len(done) % 25 == 0 or len(done) == len(order):
+                log(f"evaluate@{ctx.slug}: {len(done)}/{len(order)} units")
+
+    with contextlib.ExitStack() as stack:
+        futures: dict = {}
+        if workers:
+            from reprolab.ops import executor
+
+            # forked before the progress thread starts and before any torch compute in
+            # this process; the workers inherit the context, hooks, data and checkpoints
+            _WORKER_STATE[ctx.slug] = (ctx, hooks, data, trained, schemes)
+            pool = stack.enter_context(executor.process_pool(workers))
+            futures = {
+                pool.submit(_evaluate_remote, ctx.slug, s.as_json(), [u.as_json() for u in g]): s
+                for s, g in groups.items()
+            }
+            log(
+                f"evaluate@{ctx.slug}: {sum(map(len, groups.values()))} units of "
+                f"{len(groups)} trained objects on {workers} single-threaded processes"
+            )
+        # a line every REPROLAB_PROGRESS_SECONDS (25 s): one unit can take minutes (sampling)
+        with Progress(f"evaluate@{ctx.slug}", len(order), done=len(done)) as progress:
+            if futures:
+                from concurrent.futures import as_completed
+
+                by_id = {unit.id: unit for unit in order}
+                for future in as_completed(futures):
+                    record([(by_id[i], rows, sec) for i, rows, sec in future.result()])
+            else:
+                for source, group in groups.items():
+                    progress.working_on(source.id)
+                    record(_evaluate_group(ctx, hooks, data, trained, schemes, source, group))
+    if memo.hits:
+        log(
+            f"evaluate@{ctx.slug}: {len(memo.hits)} unit(s) read from the evaluation memo (same setting)"
+        )
+    # Latency depends on the architecture, not on the task or seed: measured once per
+    # trained variant, in this process after every unit (nothing else runs beside it),
+    # and only where a real low-bit kernel runs (fake quantization computes in fp32, so
+    # its latency says nothing).
+    if schemes and any(e["real_kernel"] for e in efficiency.values()):
+        first: dict[str, Unit] = {}
+        for unit in order:
+            first.setdefault(ctx.spec.source_unit(unit).variant, ctx.spec.source_unit(unit))
+        for source in first.values():
+            models = _load_models(ctx, hooks, data, trained, schemes, source)
+            example = hooks.example_input(ctx.run, source, data[source.task])
+            for precision, m in models.items():
+                if precision in efficiency and efficiency[precision]["real_kernel"]:
+                    efficiency[precision]["latency_ms"].append(
+                        quant.latency_ms(m, example)["median"]
+                    )
     for precision, entry in efficiency.items():
         lat = entry.pop("latency_ms")
         entry["latency_ms"] = float(pd.Series(lat).median()) if lat else None
@@ -292,7 +303,89 @@ def _measure(ctx, hooks, data, units, trained: Trained, schemes, qinfo):
                 entry["full_precision"] = covered["full_precision"]
         if not entry["real_kernel"]:
             entry["latency_note"] = "fake quantization (fp32 compute): no speedup to measure"
-    return rows, efficiency, memo.hits
+    rows = [(unit, precision, k, float(v)) for unit in order for precision, k, v in done[unit]]
+    return rows, efficiency, memo.hits, side_by_side
+
+
+def _pool_workers(ctx, groups: int) -> int:
+    """Worker processes for ``groups`` trained objects to evaluate: the executor's pool
+    size where ``REPROLAB_EXECUTOR`` is ``pool`` (the default on more than one core),
+    more than one object waits and the method has no claim on a wall-clock measurement
+    (a unit timed beside another shares the machine; lip_rcp's ``faster``); else 0 (one
+    after another in this process: ``local``, or Dask, which trains on its cluster and
+    evaluates here)."""
+    from reprolab.ops import executor
+
+    if executor.choice() != "pool" or groups < 2:
+        return 0
+    if any(is_runtime_metric(claim.metric) for claim in ctx.spec.claims):
+        return 0
+    workers = min(executor.pool_workers(), groups)
+    return workers if workers > 1 else 0
+
+
+def _load_models(ctx, hooks, data, trained: Trained, schemes, source: Unit) -> dict:
+    """A trained object at every precision: fp32, the cast copies, the quantized ones."""
+    from reprolab.core import precision as casts
+    from reprolab.core import quant
+
+    task_data = data[source.task]
+    state = trained.checkpoint(source)["state"]
+    model = hooks.restore(ctx.run, source, task_data, state)
+    models = {"fp32": model}
+    for precision in ctx.spec.precisions:
+        if precision != "fp32":
+            models[precision] = casts.cast(model, precision)
+    for scheme in schemes:
+        qstate = quant.load_state(ctx.paths.quantized / f"{source.id}.{scheme}.pt")
+        arch = hooks.restore(ctx.run, source, task_data, state)
+        models[scheme] = quant.restore_quantized(
+            arch, scheme, qstate, keep_fp32=ctx.spec.quantization.keep_fp32
+        )
+    return models
+
+
+def _evaluate_group(
+    ctx, hooks, data, trained: Trained, schemes, source: Unit, group: list[Unit]
+) -> list[tuple[Unit, list[tuple[str, str, float]], float]]:
+    """The units evaluated on one trained object: (unit, rows, seconds) each, the
+    restore and quantization counted in the first unit's seconds."""
+    started = time.perf_counter()
+    models = _load_models(ctx, hooks, data, trained, schemes, source)
+    history = trained[source]
+    out = []
+    for unit in group:
+        expected = set(ctx.spec.variant_metrics(unit.variant))
+        unit_rows = []
+        for precision, m in models.items():
+            metrics = hooks.evaluate_unit(ctx.run, m, unit, data[unit.task], history)
+            absent = sorted(expected - set(metrics))
+            if absent:
+                raise ValueError(
+                    f"evaluate@{ctx.slug}: {unit.id} [{precision}] did not return its "
+                    f"declared headline metric(s) {absent}"
+                )
+            unit_rows += [(precision, k, float(v)) for k, v in metrics.items()]
+        now = time.perf_counter()
+        out.append((unit, unit_rows, now - started))
+        started = now
+    return out
+
+
+#: per pool worker: slug -> (ctx, hooks, data, trained, schemes), inherited from the
+#: stage process at the fork
+_WORKER_STATE: dict[str, tuple] = {}
+
+
+def _evaluate_remote(slug: str, source_json: dict, group_json: list[dict]) -> list[tuple]:
+    """One trained object's units in a pool worker (the stage process writes everything)."""
+    ctx, hooks, data, trained, schemes = _WORKER_STATE[slug]
+    group = [Unit.from_json(u) for u in group_json]
+    results = _evaluate_group(
+        ctx, hooks, data, trained, schemes, Unit.from_json(source_json), group
+    )
+    # units are matched back by id: the stage process's Unit objects are the keys
+    return [(unit.id, rows, seconds) for unit, rows, seconds in results]
 
 
 class UnitMemo:
