@@ -365,18 +365,7 @@ def run_probe(
 def main(argv: list[str], root: Path) -> int:
     """``python -m reprolab probe``: a candidate setting's training signals (see the
     module docstring); 2 on a refused probe."""
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="reprolab probe", description=__doc__.split("\n\n")[0].replace("\n", " ")
-    )
-    parser.add_argument("method", help="a method slug (see `python -m reprolab list`)")
-    parser.add_argument("--name", required=True, help="the probe's name (its record's file)")
-    parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="paper-profile overrides"
-    )
-    parser.add_argument("--seeds", default="100,101", help="probe seeds, comma-separated")
-    parser.add_argument("--out", type=Path, help="default: docs/results/<slug>/probes")
+    parser = _parser()
     args = parser.parse_args(argv)
 
     try:
@@ -389,3 +378,24 @@ def main(argv: list[str], root: Path) -> int:
         print(f"probe: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _parser():
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="reprolab probe", description=__doc__.split("\n\n")[0].replace("\n", " ")
+    )
+    parser.add_argument("method", help="a method slug (see `python -m reprolab list`)")
+    parser.add_argument("--name", required=True, help="the probe's name (its record's file)")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        action="extend",  # `--set a=1 --set b=2` keeps both, as `--set a=1 b=2`
+        default=[],
+        metavar="KEY=VALUE",
+        help="paper-profile overrides (several after one --set, or --set repeated)",
+    )
+    parser.add_argument("--seeds", default="100,101", help="probe seeds, comma-separated")
+    parser.add_argument("--out", type=Path, help="default: docs/results/<slug>/probes")
+    return parser
