@@ -321,6 +321,9 @@ def run_probe(
     raw = yaml.safe_load((root / "params.yaml").read_text())
     params = probe_params(raw, slug, overrides, seeds)
     out = Path(out) if out else root / "docs" / "results" / slug / PROBES
+    # the tree the copy is taken from (the project may be committed to while it runs)
+    commit = _git(root, "rev-parse", "HEAD")
+    dirty = bool(_git(root, "status", "--porcelain", "--", ".", ":!docs/results"))
     work = Path(tempfile.mkdtemp(prefix=f"reprolab-probe-{slug}-"))
     scratch.copy_project(root, work, params)
     env = {
@@ -349,8 +352,8 @@ def run_probe(
         "unit_signals": units,
         "dvc_repro_seconds": round(seconds, 1),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _git(root, "rev-parse", "HEAD"),
-        "dirty": bool(_git(root, "status", "--porcelain", "--", ".", ":!docs/results")),
+        "commit": commit,
+        "dirty": dirty,
         "machine": machine(),
     }
     check_blind(record)
