@@ -113,3 +113,21 @@ def test_units_trained_side_by_side_count_their_share_of_the_machine(tmp_path):
     serial = {f"u{i}": {"train_seconds": 60.0, "units_side_by_side": 1.0} for i in range(2)}
     (tmp_path / "train.json").write_text(json.dumps({"units": serial}))
     assert _round_minutes(tmp_path) == pytest.approx(2.0)
+
+
+def test_the_claims_report_reads_the_machine_time_the_run_records(tmp_path):
+    """The report's compute figure is the round's machine time, not the sum of the
+    units' walls: four 60 s units two at a time, 30 s of quantize, 45 s of evaluate
+    are 120 + 30 + 45 = 195 s of the machine (the walls would sum to 315 s)."""
+    from reprolab.paths import MethodPaths
+    from reprolab.stages.report import compute_seconds
+
+    runtime = MethodPaths(tmp_path, "m").runtime
+    runtime.mkdir(parents=True)
+    assert compute_seconds(tmp_path, "m") is None  # nothing trained here
+    pool = {f"u{i}": {"train_seconds": 60.0, "units_side_by_side": 2.0} for i in range(4)}
+    (runtime / "train.json").write_text(json.dumps({"units": pool}))
+    (runtime / "quantize.json").write_text(json.dumps({"wall_seconds": 30.0}))
+    (runtime / "evaluate.json").write_text(json.dumps({"evaluate_seconds": 45.0}))
+    assert compute_seconds(tmp_path, "m") == pytest.approx(195.0)
+    assert _round_minutes(runtime) * 60.0 == pytest.approx(195.0)

@@ -35,6 +35,7 @@ from reprolab.core.tracking import (
     runs_view_url,
 )
 from reprolab.paths import MethodPaths, reports_dir
+from reprolab.stages.runtime import machine_seconds
 
 COLUMNS = [
     "method",
@@ -503,18 +504,12 @@ def seeds_used(root: Path, slug: str, seeds: tuple[int, ...]) -> str:
 
 
 def compute_seconds(root: Path, slug: str) -> float | None:
-    """Training, quantization and evaluation time of the method's latest run (from
-    data/runtime/), or None where a stage has not run here."""
+    """The machine time of the method's latest stages (from data/runtime/; the figure a
+    paper run's run.json records per round), or None where training has not run here."""
     runtime = MethodPaths(root, slug).runtime
     if not (runtime / "train.json").is_file():
         return None
-    units = io.read_json(runtime / "train.json").get("units", {}).values()
-    total = sum(u.get("train_seconds", 0.0) or 0.0 for u in units)
-    for name in ("quantize.json", "evaluate.json"):  # a method may not be quantized
-        if (runtime / name).is_file():
-            info = io.read_json(runtime / name)
-            total += info.get("wall_seconds", info.get("evaluate_seconds", 0.0)) or 0.0
-    return float(total)
+    return machine_seconds(runtime)
 
 
 # ----------------------------------------------------------------------------- rendering
