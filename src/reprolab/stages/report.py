@@ -65,7 +65,7 @@ CSV_EXTRA = [
     "detail",
     "headline",
 ]
-EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed"]
+EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed", "verdict_alone"]
 VERDICT_MEANING = {
     "reproduced": "the interval (at the look of the sequential plan) lies wholly on the "
     "paper's side of the bound, with n >= 3",
@@ -235,6 +235,7 @@ def collect(
                     ids.get("mlflow_run_id", ""),
                     ids.get("mlflow_experiment_id", ""),
                     is_runtime_metric(c["metric"]),
+                    (m.get("family") or {}).get("verdict_alone", c["verdict"]),
                 ]
             )
         figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png")) + sorted(
@@ -463,7 +464,9 @@ def summarize(
     for slug in dict.fromkeys(table.method) if len(table) else []:
         claims = table[table.method == slug]
         first = claims[claims.headline.astype(bool)]
-        by_id = first[first.precision == "fp32"].set_index("claim").verdict.to_dict()
+        # at fp32 the verdict the claim gets by itself: the family rule (central first,
+        # then Holm) reads only the headline claims, the other precisions stand alone
+        by_id = first[first.precision == "fp32"].set_index("claim").verdict_alone.to_dict()
         flips: dict[tuple[str, str, str], list[str]] = {}
         for r in claims[claims.precision != "fp32"].itertuples():
             if r.claim in by_id and r.verdict != by_id[r.claim]:
