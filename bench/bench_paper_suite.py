@@ -107,7 +107,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_paper_suite: unknown method(s) {unknown}", file=sys.stderr)
         return 2
     seeds = [int(s) for s in args.seeds.split(",")]
+    # the suite is measured a method or a few at a time: rows of methods not rerun now are
+    # kept from the last record at the same seeds, each with its own date and commit
     rows = {}
+    if args.out.is_file():
+        before = json.loads(args.out.read_text())
+        if before.get("seeds") == seeds:
+            rows = {m: r for m, r in before.get("methods", {}).items() if m not in methods}
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="reprolab-suite-") as tmp:
         for i, slug in enumerate(methods, 1):
             results = {}
@@ -132,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                 "same_metrics": same_metrics(local["metrics"], pool["metrics"]),
                 "projected_local_min": local["wall_s"] * scale / 60,
                 "projected_pool_min": pool["wall_s"] * scale / 60,
+                "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "commit": commit,
+                "load_average_after": list(os.getloadavg()),
             }
     total = {k: sum(r[k] for r in rows.values()) for k in ("local_wall_s", "pool_wall_s")}
     proj = {
@@ -151,17 +163,22 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# One paper-profile round per method: units one after another vs on the pool",
         "",
-        f"`python bench/bench_paper_suite.py --seeds {args.seeds}` ({out['when']}): each "
-        "method's chain in a fresh scratch copy, both executors one after the other.",
+        f"`python bench/bench_paper_suite.py --seeds {args.seeds} --methods <m>`: each "
+        "method's chain in a fresh scratch copy, both executors one after the other "
+        "(`local`: units one after another, torch on every core, the setting before the "
+        "pool; `pool`: train and evaluate units on single-threaded forked processes); each "
+        "row measured on its date and commit, on an otherwise idle machine.",
         "",
         "| method | local wall s | pool wall s | speedup | compute min (local, pool) | "
-        "verdicts same | metrics same (1e-6) | projected full run min (local, pool) |",
-        "|---|---|---|---|---|---|---|---|",
+        "verdicts same | metrics same (1e-6) | projected full run min (local, pool) | "
+        "measured (commit) |",
+        "|---|---|---|---|---|---|---|---|---|",
         *(
             f"| {m} | {r['local_wall_s']:.0f} | {r['pool_wall_s']:.0f} | {r['speedup']:.2f}x | "
             f"{r['local_compute_min']:.1f}, {r['pool_compute_min']:.1f} | {r['same_verdicts']} | "
-            f"{r['same_metrics']} | {r['projected_local_min']:.0f}, {r['projected_pool_min']:.0f} |"
-            for m, r in rows.items()
+            f"{r['same_metrics']} | {r['projected_local_min']:.0f}, {r['projected_pool_min']:.0f} | "
+            f"{r.get('when', out['when'])[:16]} ({r.get('commit', '?')}) |"
+            for m, r in sorted(rows.items())
         ),
         "",
         f"Total: {total['local_wall_s'] / 60:.1f} min -> {total['pool_wall_s'] / 60:.1f} min "

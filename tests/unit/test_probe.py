@@ -304,3 +304,16 @@ def test_a_bdia_like_probe_shows_no_validation_or_test_value(tmp_path, monkeypat
                 assert not re.search(rf"(?<![\d.]){re.escape(form)}", text), (name, value, form)
         for key in HELD_OUT_NAMES:
             assert key not in text, (name, key)
+
+
+def test_a_repeated_set_keeps_every_override():
+    """`--set a=1 --set b=2` is `--set a=1 b=2`: a second --set once silently dropped the
+    first (a probe then ran without its candidate's change)."""
+    from reprolab.results.probe import _parser, parse_overrides
+
+    args = _parser().parse_args(
+        ["safety_dims", "--name", "x", "--set", "calib_topics=4", "--set", "variants=[a, b]"]
+    )
+    assert parse_overrides(args.set) == {"calib_topics": 4, "variants": ["a", "b"]}
+    args = _parser().parse_args(["safety_dims", "--name", "x", "--set", "calib_topics=4", "k=v"])
+    assert parse_overrides(args.set) == {"calib_topics": 4, "k": "v"}

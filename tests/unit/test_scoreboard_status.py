@@ -104,3 +104,16 @@ def test_the_rendered_scoreboard_colours_each_verdict():
     kinds = re.findall(r'<td class="([a-z_]+)"><strong>', page)
     assert len(kinds) == 19
     assert set(kinds) <= {*scoreboard.core_claims.VERDICTS, "did_not_replicate"}
+
+
+def test_the_cross_paper_figure_puts_an_off_scale_interval_at_its_own_edge():
+    """An interval wholly past the right edge (lip_rcp's, 49-54 smallest effects from its
+    bound) is drawn at the right edge with one arrow pointing right, never an arrow at
+    the left; one running past both edges gets both; one inside gets none."""
+    from reprolab.core.plots import clamp_interval
+
+    assert clamp_interval(49.4, 54.1, 6.0) == (6.0, 6.0, [6.0])
+    assert clamp_interval(-30.0, -8.0, 6.0) == (-6.0, -6.0, [-6.0])
+    assert clamp_interval(-9.0, 7.5, 6.0) == (-6.0, 6.0, [-6.0, 6.0])
+    assert clamp_interval(3.1, 8.0, 6.0) == (3.1, 6.0, [6.0])
+    assert clamp_interval(-0.5, 0.4, 6.0) == (-0.5, 0.4, [])

@@ -246,13 +246,19 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         labels.append(str(r["method"]))
         low, high, value = r.get("low"), r.get("high"), r.get("value")
         if _finite(low) and _finite(high):
-            lo, hi = max(low, -edge), min(high, edge)
+            lo, hi, beyond = clamp_interval(low, high, edge)
+            if lo == hi == edge:  # wholly beyond the right edge: a stub there, and the arrow
+                lo = edge - 0.15
+            elif lo == hi == -edge:
+                hi = -edge + 0.15
             ax.plot([lo, hi], [y, y], color=colour, lw=6, solid_capstyle="butt", alpha=0.85)
-            for end, x in ((low, -edge), (high, edge)):
-                if abs(end) > edge:
-                    ax.annotate(
-                        "", (x, y), (x - 0.4 * (x / edge), y), arrowprops={"arrowstyle": "->"}
-                    )
+            for x in beyond:
+                ax.annotate(
+                    "",
+                    (x + 0.3 * (x / edge), y),
+                    (x - 0.1 * (x / edge), y),
+                    arrowprops={"arrowstyle": "->"},
+                )
         if _finite(value) and abs(value) <= edge:
             ax.plot([value], [y], "o", color="white", mec=colour, mew=1.5, ms=5)
         if r.get("paper"):
@@ -264,22 +270,38 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_xlim(-edge - 0.3, edge + 0.3)
     ax.set_ylim(-0.7, len(labels) - 0.3)
-    ax.set(
-        xlabel="(interval - bound) / smallest effect that matters, claimed side to the right",
-        title="Central claims: interval against bound (dashed) and smallest effect (dotted)",
+    ax.set_xlabel(
+        "(interval - bound) / smallest effect that matters, claimed side to the right", fontsize=8
     )
-    ax.title.set_fontsize(9)
-    ax.xaxis.label.set_fontsize(8)
+    ax.set_title(
+        "Central claims: interval against bound (dashed) and smallest effect (dotted)",
+        fontsize=9,
+        pad=16,
+    )
     shown = [v for v in VERDICT_COLOURS if any(r["verdict"] == v for r in rows)]
+    # one line of the legend between the title and the axes: no gap below the figure
     ax.legend(
         handles=[Patch(color=VERDICT_COLOURS[v], label=v.replace("_", " ")) for v in shown],
         fontsize=7,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.18),
-        ncol=min(4, len(shown)),
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=max(1, len(shown)),
         frameon=False,
+        borderaxespad=0.2,
+        handlelength=1.2,
+        columnspacing=1.0,
     )
     return save_figure(fig, path)
+
+
+def clamp_interval(low: float, high: float, edge: float) -> tuple[float, float, list[float]]:
+    """An interval on a scale drawn from ``-edge`` to ``edge``: its ends moved inside, and
+    the edges it runs past (each where an arrow points out: ``edge`` for an end beyond
+    the right, ``-edge`` beyond the left; an interval wholly beyond one edge sits at it)."""
+    lo = min(max(low, -edge), edge)
+    hi = max(min(high, edge), -edge)
+    beyond = sorted({math.copysign(edge, end) for end in (low, high) if abs(end) > edge})
+    return lo, hi, beyond
 
 
 def _finite(x: Any) -> bool:

@@ -321,6 +321,9 @@ def run_probe(
     raw = yaml.safe_load((root / "params.yaml").read_text())
     params = probe_params(raw, slug, overrides, seeds)
     out = Path(out) if out else root / "docs" / "results" / slug / PROBES
+    # the tree the copy is taken from (the project may be committed to while it runs)
+    commit = _git(root, "rev-parse", "HEAD")
+    dirty = bool(_git(root, "status", "--porcelain", "--", ".", ":!docs/results"))
     work = Path(tempfile.mkdtemp(prefix=f"reprolab-probe-{slug}-"))
     scratch.copy_project(root, work, params)
     env = {
@@ -349,8 +352,8 @@ def run_probe(
         "unit_signals": units,
         "dvc_repro_seconds": round(seconds, 1),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _git(root, "rev-parse", "HEAD"),
-        "dirty": bool(_git(root, "status", "--porcelain", "--", ".", ":!docs/results")),
+        "commit": commit,
+        "dirty": dirty,
         "machine": machine(),
     }
     check_blind(record)
@@ -365,18 +368,7 @@ def run_probe(
 def main(argv: list[str], root: Path) -> int:
     """``python -m reprolab probe``: a candidate setting's training signals (see the
     module docstring); 2 on a refused probe."""
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="reprolab probe", description=__doc__.split("\n\n")[0].replace("\n", " ")
-    )
-    parser.add_argument("method", help="a method slug (see `python -m reprolab list`)")
-    parser.add_argument("--name", required=True, help="the probe's name (its record's file)")
-    parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="paper-profile overrides"
-    )
-    parser.add_argument("--seeds", default="100,101", help="probe seeds, comma-separated")
-    parser.add_argument("--out", type=Path, help="default: docs/results/<slug>/probes")
+    parser = _parser()
     args = parser.parse_args(argv)
 
     try:
@@ -389,3 +381,24 @@ def main(argv: list[str], root: Path) -> int:
         print(f"probe: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _parser():
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="reprolab probe", description=__doc__.split("\n\n")[0].replace("\n", " ")
+    )
+    parser.add_argument("method", help="a method slug (see `python -m reprolab list`)")
+    parser.add_argument("--name", required=True, help="the probe's name (its record's file)")
+    parser.add_argument(
+        "--set",
+        nargs="*",
+        action="extend",  # `--set a=1 --set b=2` keeps both, as `--set a=1 b=2`
+        default=[],
+        metavar="KEY=VALUE",
+        help="paper-profile overrides (several after one --set, or --set repeated)",
+    )
+    parser.add_argument("--seeds", default="100,101", help="probe seeds, comma-separated")
+    parser.add_argument("--out", type=Path, help="default: docs/results/<slug>/probes")
+    return parser

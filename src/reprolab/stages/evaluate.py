@@ -88,8 +88,15 @@ def run(slug: str, root: Path) -> dict:
         io.write_json(out / "claims.json", claims)
         io.write_json(out / "metrics.json", summary)
         io.write_json(out / "headline.json", headline(claims, summary))
-        with io.atomic_dir(out / "plots") as tmp:
+        # a method's figures can take a minute (bit_dgdm draws sampled graphs): a line
+        # every REPROLAB_PROGRESS_SECONDS meanwhile
+        with (
+            io.atomic_dir(out / "plots") as tmp,
+            Progress(f"evaluate@{slug}", 1, what="plotting steps") as progress,
+        ):
+            progress.working_on("the method's figures")
             figures = hooks.plots(ctx.run, table, tmp, trained) if hasattr(hooks, "plots") else []
+            progress.advance()
         log(f"evaluate@{slug}: {len(figures)} plots, {len(results)} claim results")
 
         runtime = ctx.paths.runtime
