@@ -608,7 +608,7 @@ class PaperRun:
         seconds = rounds.unit_seconds(paths.runtime)
         eval_per_unit = rounds.evaluate_seconds_per_unit(paths.runtime, len(units))
         estimate = rounds.round_minutes(decision.added, units, seconds)
-        estimate += _new_units(decision.added, units) * eval_per_unit / 60.0
+        estimate += len(rounds.new_units(decision.added, units)) * eval_per_unit / 60.0
         if st.minutes + estimate > cfg.evidence.budget_minutes:
             st.done = True
             st.stop = (
@@ -773,20 +773,6 @@ def _trained_units(paths) -> list:
     if not listing.is_file():
         return []
     return [Unit.from_json(u) for u in io.read_json(listing)["units"]]
-
-
-def _new_units(rules: list[dict], units: list) -> int:
-    """How many units the rules add (one per seed of each unit key in scope)."""
-    total = 0
-    for rule in rules:
-        sc = rounds.Scope(
-            tuple(rule["variants"]),
-            tuple(rule["tasks"]) if "tasks" in rule else None,
-            tuple((k, tuple(v)) for k, v in rule["params"].items()) if "params" in rule else None,
-        )
-        keys = {(u.task, u.variant, u.params) for u in units if sc.matches(u)}
-        total += len(keys) * len(rule["seeds"])
-    return total
 
 
 def _round_minutes(runtime: Path, started: float = math.inf) -> float:
