@@ -79,6 +79,38 @@ class _CommandParser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
+def report_defect(command: str, exc: BaseException) -> None:
+    """What a command that stopped on an unexpected exception prints: one paragraph
+    saying that it is a defect of reprolab (bad input gets its own one-line error), the
+    exception, and the last line of reprolab's code it passed through; then the
+    traceback, for a bug report."""
+    import traceback
+
+    package = Path(__file__).resolve().parent  # src/reprolab
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if Path(f.filename).resolve().is_relative_to(package)]
+    at = (ours or frames or [None])[-1]
+    where = ""
+    if at is not None:
+        path = Path(at.filename).resolve()
+        if path.is_relative_to(package):
+            path = path.relative_to(package.parents[1])
+        where = f" at {path}:{at.lineno} in {at.name}()"
+    stage = command.split(" ", 1)[0] in STAGES
+    print(
+        f"error: `python -m reprolab {command}` stopped on a defect of reprolab, not on "
+        f"its input: {type(exc).__name__}: {exc}{where}."
+        + (
+            " The stage writes its outputs atomically: those of its last run stand."
+            if stage
+            else ""
+        )
+        + " The traceback follows, for a bug report.",
+        file=sys.stderr,
+    )
+    traceback.print_exception(exc, file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="reprolab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action=_Version)
@@ -296,3 +328,6 @@ def main(argv: list[str] | None = None) -> int:
     except expected as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a defect of reprolab, not of the input: say so and where
+        report_defect(" ".join(argv if argv is not None else sys.argv[1:]), exc)
+        return 1

@@ -145,3 +145,27 @@ def test_make_help_lists_the_targets_and_is_not_the_default() -> None:
     ).stdout
     goals = [line for line in database.splitlines() if line.startswith(".DEFAULT_GOAL")]
     assert goals and all(not line.endswith(" help") for line in goals), goals
+
+
+def test_a_defect_is_named_as_one_with_where_it_happened(monkeypatch, capsys) -> None:
+    """An unexpected exception in a stage (a bug, not bad input) exits 1 with a first
+    line that says so, names the exception and the line of reprolab's code it came
+    from, and then the traceback; bad input keeps its one-line error and exit 2."""
+    import reprolab.stages as stages
+
+    def broken(stage, slug, root):
+        raise TypeError("unsupported operand type(s) for |: 'type' and 'tuple'")
+
+    monkeypatch.setattr(stages, "run_stage", broken)
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    assert cli.main(["quantize", "ttba"]) == 1
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith("error: `python -m reprolab quantize ttba` stopped on a defect")
+    assert "TypeError: unsupported operand" in first
+    # the last line of reprolab's code it passed through (here the CLI's call into the
+    # stage, since the raising function is this test's)
+    assert "at src/reprolab/cli.py:" in first and "in main()" in first
+    assert "those of its last run stand" in first
+    assert "Traceback (most recent call last)" in err
