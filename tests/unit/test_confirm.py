@@ -181,3 +181,21 @@ def test_a_resumed_confirmatory_run_is_the_same_registration(project, tmp_path, 
     monkeypatch.setattr(PaperRun, "_rounds", rounds)
     PaperRun(project, [SLUG], resume=work, log=lambda m: None).run()
     assert seen == {"params": params, "registration": entry, "first": 2}
+
+
+def test_status_without_a_slug_lists_every_methods_latest_registration(project):
+    """One line per registered method: no registration, or its latest one and whether
+    its results folder exists; the last line counts those still waiting."""
+    first = confirm.register(project, SLUG)
+    _commit(project, "register")
+    lines = confirm.queue(project).splitlines()
+    assert len(lines) == len(confirm.registry.slugs()) + 1
+    ours = next(line for line in lines if line.startswith(SLUG + " "))
+    assert first["id"] in ours and ours.endswith("NOT RUN YET")
+    assert lines[-1] == "1 registered run(s) waiting"
+    others = [line for line in lines[:-1] if not line.startswith(SLUG + " ")]
+    assert all(line.endswith("no registration") for line in others)
+    confirm.results_folder(project, SLUG, first).mkdir()
+    second = confirm.register(project, SLUG)  # a defect's fix: a new one, new seeds
+    ours = next(line for line in confirm.queue(project).splitlines() if line.startswith(SLUG))
+    assert second["id"] in ours and "NOT RUN YET  (2 registrations)" in ours

@@ -5,6 +5,7 @@ registered, never amended.
     git add docs/results/ledger/desk_reject.jsonl && git commit -m "Register ..."
     make paper METHODS=desk_reject CONFIRM=1          # refuses unless the above holds
     python -m reprolab confirm status desk_reject     # the registrations and their runs
+    python -m reprolab confirm status                 # every method's latest: run or not
 
 Every verdict the sequential rounds give on seeds the method's settings were chosen with
 is *exploratory*: settings, rules and definitions may have changed after results were
@@ -319,6 +320,26 @@ def status(root: Path, slug: str) -> str:
     return "\n".join(lines) or f"{slug}: no registration"
 
 
+def queue(root: Path) -> str:
+    """Every method's latest registration in one table: run or not yet, what a
+    confirmatory run of the suite still needs (``confirm status`` without a slug)."""
+    rows, waiting = [], 0
+    for slug in registry.slugs():
+        entries = registrations(root, slug)
+        if not entries:
+            rows.append(f"{slug:<16} no registration")
+            continue
+        entry = entries[-1]
+        ran = results_folder(root, slug, entry).exists()
+        waiting += not ran
+        rows.append(
+            f"{slug:<16} {entry['id']}  seeds {entry['seeds'][0]}-{entry['seeds'][-1]}  "
+            f"commit {entry['commit'][:8]}  {'run' if ran else 'NOT RUN YET'}"
+            + (f"  ({len(entries)} registrations)" if len(entries) > 1 else "")
+        )
+    return "\n".join([*rows, f"{waiting} registered run(s) waiting"])
+
+
 def main(argv: list[str], root: Path) -> int:
     import argparse
 
@@ -326,11 +347,18 @@ def main(argv: list[str], root: Path) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     for name, text in (
         ("register", "append a registration of the method's confirmatory run to its ledger"),
-        ("status", "list the method's registrations and whether each has run"),
+        (
+            "status",
+            "list the method's registrations and whether each has run (no slug: every "
+            "method's latest)",
+        ),
         ("check", "exit 1 unless `make paper ... CONFIRM=1` would accept the latest one"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("slug", choices=registry.slugs(), metavar="slug", help="a method")
+        if name == "status":  # without a slug: every method's latest registration
+            p.add_argument("slug", nargs="?", choices=registry.slugs(), metavar="slug")
+        else:
+            p.add_argument("slug", choices=registry.slugs(), metavar="slug", help="a method")
     args = parser.parse_args(argv)
     try:
         if args.what == "register":
@@ -343,7 +371,7 @@ def main(argv: list[str], root: Path) -> int:
                 f"{args.slug} {entry['id']}', then make paper METHODS={args.slug} CONFIRM=1"
             )
         elif args.what == "status":
-            print(status(root, args.slug))
+            print(status(root, args.slug) if args.slug else queue(root))
         else:
             entry = latest(root, args.slug)
             verify(root, args.slug, entry)
