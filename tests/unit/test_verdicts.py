@@ -316,3 +316,30 @@ def test_a_failed_premise_leaves_the_claim_untested():
     assert held["verdict"] == "reproduced" and held["measured"]["premise"]["holds"]
     out = adjust_family([{**result, "headline": True}], _again, 0.05)
     assert out[0]["verdict"] == "premise_failed" and "family" not in out[0]["measured"]
+
+
+def test_a_sign_test_verdict_reads_with_its_counts_not_only_the_mean_interval():
+    """A check over tasks decides by the sign test of its tasks; the mean's interval at
+    a first look's tiny nominal level can cross the bound under a decisive verdict, so
+    the one-line reading (scoreboard, README blocks) leads with what the test counted.
+    The p-value against scipy's exact binomial test."""
+    from reprolab.core.claims import PairedMajority, measured_text
+
+    # 16 tasks, each clearly better on 5 seeds but of very different sizes: the sign
+    # test decides at a first look's nominal level while the interval of the mean is wide
+    rng = np.random.default_rng(3)
+    sizes = np.logspace(-3, 0, 16)
+    per_seed = [[s * (1 + 0.01 * rng.standard_normal()) for s in sizes] for _ in range(5)]
+    level = Level(confidence=1 - 1e-4, unit="task")
+    verdict = PairedMajority("m", "b").evaluate(_pairs(per_seed), "acc", level)
+    m = verdict.measured
+    assert verdict.verdict == "reproduced" and m["better"] == 16 and m["worse"] == 0
+    assert m["ci_low"] < 0  # the mean's interval alone would not clear the bound
+    p = stats.binomtest(16, 16, 0.5, alternative="greater").pvalue
+    assert m["sign_test_p"] == pytest.approx(p)
+    text = measured_text(m)
+    assert text.startswith(f"16 of 16 tasks better, 0 worse (sign test p = {p:.2g}); mean ")
+    assert text.endswith("]")
+    # an interval-decided entry reads as before
+    plain = {"value": 0.1, "ci_low": 0.05, "ci_high": 0.15, "test": "t"}
+    assert measured_text(plain) == "+0.1 [+0.05, +0.15]"

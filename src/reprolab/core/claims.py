@@ -1430,9 +1430,27 @@ def measured_text(m: dict[str, Any]) -> str:
     low, high = m.get("ci_low"), m.get("ci_high")
     if m.get("test") in ("exact", "exhaustive"):
         return f"{signed(m.get('value'))} ({m['test']})"
-    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high)):
-        return f"{signed(m.get('value'))} (no interval)"
-    return interval_text(m.get("value"), low, high)
+    interval = (
+        interval_text(m.get("value"), low, high)
+        if all(isinstance(v, int | float) and math.isfinite(v) for v in (low, high))
+        else f"{signed(m.get('value'))} (no interval)"
+    )
+    if m.get("test") == "sign":
+        # the sign test over tasks (or groups) decides; the mean's interval is reported
+        # beside it, not used, so it can cross the bound under a decisive verdict
+        return f"{sign_counts_text(m)}; mean {interval}"
+    return interval
+
+
+def sign_counts_text(m: dict[str, Any]) -> str:
+    """What a sign-test verdict counted: '16 of 16 tasks better, 0 worse (sign test p =
+    1.5e-05)' for a check over tasks, 'signs of 5 seeds (sign test p = 0.031)' for a trend."""
+    p = m.get("sign_test_p")
+    p_text = f"p = {p:.2g}" if _finite(p) else "p n/a"
+    if all(isinstance(m.get(k), int) for k in ("better", "worse")):
+        n = m.get("n_tasks", m.get("n"))
+        return f"{m['better']} of {n} tasks better, {m['worse']} worse (sign test {p_text})"
+    return f"signs of {m.get('n')} {m.get('unit') or 'unit'}s (sign test {p_text})"
 
 
 def rules_out_claimed_effect(measured: dict[str, Any], effect: float | None) -> bool:
