@@ -92,6 +92,14 @@ def test_the_main_table_reads_at_a_glance():
     figure = scoreboard.figure_rows(scoreboard.rows(ROOT), ROOT, ROOT / "docs" / "results")
     assert [r["method"] for r in figure] == registry.slugs()
     assert (ROOT / "docs" / "results" / scoreboard.FIGURE).is_file()
+    # a central claim decided by the sign test over tasks is drawn as what it counted
+    # (its mean's interval is not what decides): the counts of its table cell
+    by_method = {r["method"]: r for r in figure}
+    cells = {r.split("|")[1].strip(): r.split("|")[4] for r in rows}
+    counted = [m for m, r in by_method.items() if r.get("note")]
+    assert "clipped_sgd" in counted
+    for m in counted:
+        assert by_method[m]["note"].split(" (sign test")[0] in cells[m]
 
 
 def test_the_rendered_scoreboard_colours_each_verdict():

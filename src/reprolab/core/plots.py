@@ -233,9 +233,9 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     the smallest effect that matters from the bound (0: the bound; 1: the smallest
     effect, which is the paper's effect where the paper gives one, marked by a diamond),
     the claimed side to the right, coloured by the verdict; a paper without an interval
-    is listed with its verdict. ``rows``: each with ``method``, ``verdict``, ``low``,
-    ``high``, ``value`` (already scaled, or None) and ``paper`` (True where 1 is the
-    paper's effect). Values beyond +-6 are drawn at the edge, with an arrow."""
+    is listed with its verdict (and ``note``, what a test that counts counted, where
+    given). ``rows``: each with ``method``, ``verdict``, ``low``, ``high``, ``value``
+    (already scaled, or None) and ``paper`` (True where 1 is the paper's effect). Values beyond +-6 are drawn at the edge, with an arrow."""
     from matplotlib.patches import Patch
 
     edge = 6.0
@@ -264,7 +264,9 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         if r.get("paper"):
             ax.plot([1.0], [y], "D", color="black", ms=4)
         if not (_finite(low) and _finite(high)):
-            ax.text(0.1, y, str(r["verdict"]).replace("_", " "), va="center", fontsize=7)
+            text = str(r["verdict"]).replace("_", " ")
+            text = f"{text}: {r['note']}" if r.get("note") else text
+            ax.text(-edge + 0.1, y, text, va="center", fontsize=7)
     ax.axvline(0.0, color="#444", ls="--", lw=1)
     ax.axvline(1.0, color="#999", ls=":", lw=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)

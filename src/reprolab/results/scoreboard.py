@@ -459,6 +459,8 @@ def figure_rows(table: list[dict], root: Path, results: Path) -> list[dict]:
         bound, effect = m.get("bound"), r.get("effect")
         claimed = m.get("claimed")
         row = {"method": r["method"], "verdict": r["verdict"], "paper": central.effect_from_paper}
+        if m.get("test") == "sign":  # decided by counting, drawn as what it counted
+            row["note"] = core_claims.sign_counts_text(m)
         if (
             isinstance(bound, int | float)
             and isinstance(effect, int | float)
