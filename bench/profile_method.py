@@ -14,7 +14,8 @@ time) and ``<slug>.json`` (the same rows).
     python bench/profile_method.py bit_dgdm [--seeds 0,1] [--seconds 180]
         [--stages train,quantize,evaluate]
 
-Run it alone on an idle machine: it costs about three caps plus the rest of training.
+Run it alone on an idle machine: it costs about three caps plus the rest of training
+(``--stages train`` costs one cap: a cut last stage is not finished).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def profile(slug: str, seeds: list[int], stages: list[str], cap: int, work: Path
     shell(["dvc", "repro", f"prepare@{slug}"], dest, env)
     print(f"{slug}: prepared in {time.perf_counter() - t0:.0f} s", flush=True)
     result = {}
-    for stage in stages:
+    for i, stage in enumerate(stages):
+        last = i == len(stages) - 1
         prof = dest / f"{stage}.prof"
         t0 = time.perf_counter()
         cmd = [sys.executable, "-c", DRIVER, str(prof), str(cap), stage, slug]
@@ -116,8 +118,11 @@ def profile(slug: str, seeds: list[int], stages: list[str], cap: int, work: Path
         seconds, cut = (dest / f"{stage}.prof.info").read_text().split()
         t1 = time.perf_counter()
         # the stage's outputs for the next stage: a cut stage is finished by DVC (train
-        # keeps the units done), a finished one is recorded as it is
-        if int(cut):
+        # keeps the units done), a finished one is recorded as it is; the last stage's
+        # outputs feed nothing, so a cut last stage is left cut
+        if last:
+            pass
+        elif int(cut):
             shell(["dvc", "repro", f"{stage}@{slug}"], dest, {**env, "REPROLAB_EXECUTOR": "pool"})
         else:
             shell(["dvc", "commit", "-f", f"{stage}@{slug}"], dest, env)
@@ -126,7 +131,7 @@ def profile(slug: str, seeds: list[int], stages: list[str], cap: int, work: Path
         result[stage] = {
             "profiled_s": float(seconds),
             "cut_at_cap": bool(int(cut)),
-            "rest_without_profiler_s": finished if int(cut) else 0.0,
+            "rest_without_profiler_s": finished if int(cut) and not last else None,
             "total_s": stats.total_tt,
             "top_own": top(stats, "own_s", 20, False),
             "project_cumulative": top(stats, "cum_s", 15, True),
@@ -145,16 +150,18 @@ def to_markdown(slug: str, seeds: list[int], cap: int, result: dict, when: str) 
         f"# Profile: {slug} (paper profile, seeds {seeds})",
         "",
         f"`python bench/profile_method.py {slug} --seeds {','.join(map(str, seeds))} "
-        f"--seconds {cap}` ({when}); cProfile in the stage process, units one after "
+        f"--seconds {cap} --stages {','.join(result)}` ({when}); cProfile in the stage process, units one after "
         "another, each stage profiled for at most the cap.",
         "",
     ]
     for stage, r in result.items():
-        cut = (
-            f"cut at the cap (the rest took {r['rest_without_profiler_s']:.0f} s without it)"
-            if r["cut_at_cap"]
-            else "the whole stage"
-        )
+        rest = r["rest_without_profiler_s"]
+        if not r["cut_at_cap"]:
+            cut = "the whole stage"
+        elif rest is None:
+            cut = "cut at the cap (the last stage profiled: the rest not run)"
+        else:
+            cut = f"cut at the cap (the rest took {rest:.0f} s without it)"
         lines += [
             f"## {stage}: {r['profiled_s']:.0f} s profiled, {cut}",
             "",

@@ -183,6 +183,48 @@ def test_layer_errors_are_zero_for_the_model_itself_and_grow_with_fewer_bits():
     assert set(e8) == {"a", "b", "c"} and all(e4[k] > e8[k] > 0 for k in e8)
 
 
+def test_layer_errors_match_a_hand_computed_error_and_a_shared_reference():
+    """Brute force: each quantized layer's output over two inputs, run by hand layer by
+    layer (each model on its own upstream activations); a precomputed full-precision
+    reference (the quantize stage shares one among its schemes) changes no value."""
+    torch.manual_seed(3)
+    net, inputs = _net(), [torch.randn(8, 32), torch.randn(5, 32)]
+    q4 = quant.quantize(net, "rtn_w4a4")
+
+    def outputs(model):
+        seen: dict[str, list[torch.Tensor]] = {}
+        for x in inputs:
+            a = model.a(x)
+            b = model.b(torch.relu(a))
+            c = model.c(torch.relu(b))
+            for name, h in (("a", a), ("b", b), ("c", c)):
+                seen.setdefault(name, []).append(h.flatten())
+        return {k: torch.cat(v) for k, v in seen.items()}
+
+    with torch.inference_mode():
+        ref, got = outputs(net), outputs(q4)
+    by_hand = {k: float((got[k] - ref[k]).norm() / ref[k].norm()) for k in ("a", "b", "c")}
+    errors = quant.layer_errors(net, q4, inputs)
+    assert errors.keys() == by_hand.keys()
+    for k in by_hand:
+        assert errors[k] == pytest.approx(by_hand[k], rel=1e-6)
+    shared = quant.layer_outputs(net, inputs)
+    assert quant.layer_errors(net, q4, inputs, shared) == errors
+    assert quant.layer_errors(net, quant.quantize(net, "rtn_w8a8"), inputs, shared) == (
+        quant.layer_errors(net, quant.quantize(net, "rtn_w8a8"), inputs)
+    )
+
+
+@pytest.mark.parametrize("bits", range(2, 9))
+def test_fake_quant_equals_the_int8_codes_times_their_scale_exactly(bits):
+    torch.manual_seed(bits)
+    x = torch.randn(6, 50, 33) * torch.rand(6, 50, 1) * 4
+    x[0, 0] = 0.0  # an all-zero slice keeps scale 1
+    codes, scale = quant.quantize_codes(x, bits)
+    assert codes.dtype == torch.int8
+    assert torch.equal(quant.fake_quant(x, bits), codes.to(torch.float32) * scale)
+
+
 @pytest.mark.parametrize(
     "name, message",
     [

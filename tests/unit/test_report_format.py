@@ -383,3 +383,51 @@ def test_templates_ship_with_the_package():
     assert {"claims.md.j2", "claims.html.j2", "quant.md.j2", "quant.html.j2"} <= names
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert "templates/*.j2" in pyproject["tool"]["setuptools"]["package-data"]["reprolab.stages"]
+
+
+def test_changes_under_quantization_compare_each_precision_with_the_claim_alone(tmp_path):
+    """The family rule (central first, then Holm) reads only the headline fp32 claims: a
+    claim it left untested at fp32 is compared across precisions by its verdict alone,
+    so a closed family is not reported as a change under quantization."""
+    import pandas as pd
+
+    from reprolab.stages import report
+
+    def table(fp32_alone):
+        base = dict.fromkeys([*report.COLUMNS, *report.EXTRA], "")
+        fp32 = {
+            **base,
+            "method": "lift_gs",
+            "claim": "c",
+            "precision": "fp32",
+            "verdict": "inconclusive",  # the central claim undecided: not tested
+            "verdict_alone": fp32_alone,
+            "headline": True,
+        }
+        int8 = {**fp32, "precision": "int8_dynamic", "verdict": "not_reproduced"}
+        int8.update(verdict_alone="not_reproduced", headline=False)
+        return pd.DataFrame([fp32, int8], columns=[*report.COLUMNS, *report.EXTRA])
+
+    same = report.summarize(tmp_path, table("not_reproduced"), "paper", (0,))
+    assert list(same.changed) == [[]]
+    assert same.inconclusive.tolist() == [1]  # the headline count keeps the family's verdict
+    moved = report.summarize(tmp_path, table("reproduced"), "paper", (0,))
+    assert list(moved.changed) == [["c: reproduced -> not_reproduced at int8_dynamic"]]
+
+
+def test_the_family_rule_keeps_each_claims_verdict_alone():
+    from reprolab.core.claims import adjust_family
+
+    def result(cid, verdict, central=False):
+        return {"id": cid, "headline": True, "central": central, "verdict": verdict}
+
+    results = [
+        {**result("c", "inconclusive", central=True), "measured": {}},
+        {**result("s", "not_reproduced"), "measured": {}},
+    ]
+    out = adjust_family(results, lambda r, a: r, 0.05)
+    assert out[1]["verdict"] == "inconclusive"
+    assert [r["measured"]["family"]["verdict_alone"] for r in out] == [
+        "inconclusive",
+        "not_reproduced",
+    ]

@@ -113,3 +113,45 @@ def test_units_trained_side_by_side_count_their_share_of_the_machine(tmp_path):
     serial = {f"u{i}": {"train_seconds": 60.0, "units_side_by_side": 1.0} for i in range(2)}
     (tmp_path / "train.json").write_text(json.dumps({"units": serial}))
     assert _round_minutes(tmp_path) == pytest.approx(2.0)
+
+
+def test_the_claims_report_reads_the_machine_time_the_run_records(tmp_path):
+    """The report's compute figure is the round's machine time, not the sum of the
+    units' walls: four 60 s units two at a time, 30 s of quantize, 45 s of evaluate
+    are 120 + 30 + 45 = 195 s of the machine (the walls would sum to 315 s)."""
+    from reprolab.paths import MethodPaths
+    from reprolab.stages.report import compute_seconds
+
+    runtime = MethodPaths(tmp_path, "m").runtime
+    runtime.mkdir(parents=True)
+    assert compute_seconds(tmp_path, "m") is None  # nothing trained here
+    pool = {f"u{i}": {"train_seconds": 60.0, "units_side_by_side": 2.0} for i in range(4)}
+    (runtime / "train.json").write_text(json.dumps({"units": pool}))
+    (runtime / "quantize.json").write_text(json.dumps({"wall_seconds": 30.0}))
+    (runtime / "evaluate.json").write_text(json.dumps({"evaluate_seconds": 45.0}))
+    assert compute_seconds(tmp_path, "m") == pytest.approx(195.0)
+    assert _round_minutes(runtime) * 60.0 == pytest.approx(195.0)
+
+
+def test_the_next_rounds_estimate_counts_each_new_unit_once(tmp_path):
+    """Two claims whose scopes overlap (a vs b, a vs c) ask for the same seeds: the
+    round trains a, b and c once per seed, not a twice. Units trained two at a time
+    count half their wall. By hand: a 100 s, b 60 s, c 40 s of wall on a 2-process pool
+    -> 50 + 30 + 20 = 100 machine seconds a seed; two new seeds -> 200 s."""
+    from reprolab.contract import Unit
+    from reprolab.results import rounds
+
+    units = [Unit("t", v, s) for v in ("a", "b", "c") for s in (0, 1)]
+    wall = {"a": 100.0, "b": 60.0, "c": 40.0}
+    record = {u.id: {"train_seconds": wall[u.variant], "units_side_by_side": 2.0} for u in units}
+    (tmp_path / "train.json").write_text(json.dumps({"units": record}))
+    seconds = rounds.unit_seconds(tmp_path)
+    assert seconds["t__a__s0"] == pytest.approx(50.0)
+    rules = [
+        {"claims": ["ab"], "seeds": [2, 3], "variants": ["a", "b"]},
+        {"claims": ["ac"], "seeds": [2, 3], "variants": ["a", "c"]},
+    ]
+    assert len(rounds.new_units(rules, units)) == 6
+    assert rounds.round_minutes(rules, units, seconds) * 60.0 == pytest.approx(200.0)
+    # one claim alone: its own units only
+    assert rounds.round_minutes(rules[:1], units, seconds) * 60.0 == pytest.approx(160.0)

@@ -69,13 +69,28 @@ def test_plan_looks_off_plan_counts_and_errors():
         Plan(5, 5, 20, spending="haybittle")
 
 
-def test_seeds_needed_matches_a_power_calculation():
+def _t_power(n, d, level):
+    """The two-sided one-sample t test's power over ``n`` replicates (statsmodels)."""
+    from statsmodels.stats.power import TTestPower
+
+    return float(TTestPower().power(effect_size=d, nobs=n, alpha=level))
+
+
+@pytest.mark.parametrize("sd, effect", [(1.0, 0.5), (0.038, 0.0485), (1.0, 1.5), (0.2, 0.05)])
+def test_seeds_needed_is_the_smallest_n_with_80_percent_t_power(sd, effect):
     plan = Plan(5, 5, 20)
-    # sd 1, effect 0.5, one replicate per seed: ((c_K + z_0.8) / 0.5)^2
-    c = plan.look(20).critical
-    assert plan.seeds_needed(1.0, 0.5, 1.0) == math.ceil(((c + stats.norm.ppf(0.8)) / 0.5) ** 2)
-    assert plan.seeds_needed(1.0, 0.5, 4.0) == math.ceil(((c + stats.norm.ppf(0.8)) / 0.5) ** 2 / 4)
-    assert plan.seeds_needed(0.0, 0.5, 1.0) is None
+    level = plan.look(20).nominal
+    n = plan.seeds_needed(sd, effect, 1.0)
+    assert _t_power(n, effect / sd, level) >= 0.8 - 1e-6
+    if n > 2:
+        assert _t_power(n - 1, effect / sd, level) < 0.8
+    # the normal approximation asks for fewer where the t of few replicates is wider
+    z = stats.norm
+    approx = ((z.isf(level / 2) + z.ppf(0.8)) * sd / effect) ** 2
+    assert n >= math.ceil(approx)
+    # replicates per seed divide the seeds
+    assert plan.seeds_needed(sd, effect, 4.0) == max(2, math.ceil(n / 4))
+    assert plan.seeds_needed(0.0, effect, 1.0) is None
 
 
 @pytest.mark.parametrize("noise", ["normal", "t3"])

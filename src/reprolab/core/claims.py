@@ -1338,7 +1338,14 @@ def adjust_family(
         measured = dict(result["measured"])
         if verdict != results[i]["verdict"]:  # what the claim said at the full alpha
             measured["check_verdict"] = measured.get("check_verdict", results[i]["verdict"])
-        family = {"rule": "central first, then Holm", "alpha": level, "note": note}
+        # verdict_alone: the claim read by itself at the full alpha, what the same claim
+        # at another precision (outside the family) is compared with
+        family = {
+            "rule": "central first, then Holm",
+            "alpha": level,
+            "note": note,
+            "verdict_alone": results[i]["verdict"],
+        }
         if "sequential" in measured:  # the look at the family's level; the plan's stays
             family["look"] = measured["sequential"]
             plan_look = results[i]["measured"].get("sequential")

@@ -80,6 +80,7 @@ __all__ = [
     "byte_parts",
     "BYTE_PARTS",
     "layer_errors",
+    "layer_outputs",
     "state_bytes",
     "latency_ms",
     "QuantLinear",
@@ -107,23 +108,30 @@ def qmax(bits: int) -> int:
     return 2 ** (bits - 1) - 1
 
 
+def _rounded(x: torch.Tensor, bits: int, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric round-to-nearest along ``dim``: the codes as whole floats in
+    [-qmax, qmax] and one scale per slice."""
+    amax = x.abs().amax(dim=dim, keepdim=True)
+    scale = torch.where(amax > 0, amax / qmax(bits), torch.ones_like(amax))
+    return torch.clamp(torch.round(x / scale), -qmax(bits), qmax(bits)), scale
+
+
 def quantize_codes(x: torch.Tensor, bits: int, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
     """Symmetric round-to-nearest along ``dim``: integer codes in [-qmax, qmax] and one
     scale per slice, with ``x ~ codes * scale``."""
-    amax = x.abs().amax(dim=dim, keepdim=True)
-    scale = torch.where(amax > 0, amax / qmax(bits), torch.ones_like(amax))
-    codes = torch.clamp(torch.round(x / scale), -qmax(bits), qmax(bits))
+    codes, scale = _rounded(x, bits, dim)
     return codes.to(torch.int8), scale
 
 
 def fake_quant(x: torch.Tensor, bits: int, dim: int = -1) -> torch.Tensor:
     """Quantize-dequantize ``x`` along ``dim`` (per token for activations with dim=-1,
     per output channel for an (out, in) weight with dim=1). The error of each entry is
-    at most half a step, ``max|x_slice| / (2 qmax)``."""
+    at most half a step, ``max|x_slice| / (2 qmax)``. The same values as
+    ``codes * scale`` of :func:`quantize_codes`, without the round trip through int8."""
     if bits >= 16:
         return x
-    codes, scale = quantize_codes(x, bits, dim)
-    return codes.to(x.dtype) * scale
+    codes, scale = _rounded(x, bits, dim)
+    return codes.mul_(scale)
 
 
 def split_outliers(x: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -209,7 +217,8 @@ class QuantLinear(nn.Module):
         self.register_buffer("sparse_idx", torch.zeros(0, dtype=torch.int32))
         self.register_buffer("sparse_val", torch.zeros(0, dtype=torch.float16))
         self.register_buffer("act_threshold", torch.tensor(math.inf))
-        self._cache: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        # (dense, extra, dense + extra): the dequantized weight, rebuilt once
+        self._cache: tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None = None
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, scheme: Scheme, threshold: float = math.inf):
@@ -244,22 +253,22 @@ class QuantLinear(nn.Module):
         flat[self.sparse_idx.long()] += self.sparse_val.float()
         return flat.view(self.out_features, self.in_features)
 
-    def _weights(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _weights(self) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         if self._cache is None:
             numel = self.out_features * self.in_features
             codes = _unpack(self.codes, self.scheme.w_bits, numel).view(
                 self.out_features, self.in_features
             )
             dense = codes.float() * self.scale.float()[:, None]
-            self._cache = (dense, self._extra_weight())
+            extra = self._extra_weight()
+            self._cache = (dense, extra, dense if extra is None else dense + extra)
         return self._cache
 
     def dequantized_weight(self) -> torch.Tensor:
-        dense, extra = self._weights()
-        return dense if extra is None else dense + extra
+        return self._weights()[2]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        dense_w, extra_w = self._weights()
+        dense_w, extra_w, whole_w = self._weights()
         sparse_x = None
         if self.scheme.sparse_act and math.isfinite(float(self.act_threshold)):
             x, sparse_x = split_outliers(x, float(self.act_threshold))
@@ -267,7 +276,7 @@ class QuantLinear(nn.Module):
         if extra_w is not None:
             y = y + x @ extra_w.T
         if sparse_x is not None:
-            y = y + sparse_x @ (dense_w if extra_w is None else dense_w + extra_w).T
+            y = y + sparse_x @ whole_w.T
         return y if self.bias is None else y + self.bias
 
     def byte_parts(self) -> dict[str, int]:
@@ -689,38 +698,54 @@ def effective_bytes(model: nn.Module) -> int:
     return sum(byte_parts(model).values())
 
 
+def layer_outputs(
+    model: nn.Module, inputs: Iterable[Any], names: Iterable[str] | None = None
+) -> dict[str, torch.Tensor]:
+    """The outputs of ``model``'s layers ``names`` (default: every layer a scheme can
+    quantize, linear and convolution) over ``inputs``, each flattened and concatenated
+    in input order: the full-precision side of :func:`layer_errors`, which a caller
+    comparing several schemes computes once."""
+    if names is None:
+        names = [n for n, m in model.named_modules() if isinstance(m, (nn.Linear, *CONV_TYPES))]
+    recorded: dict[str, list[torch.Tensor]] = {}
+
+    def hook(name):
+        def record(_module, _args, out):
+            recorded.setdefault(name, []).append(out.detach().float().flatten())
+
+        return record
+
+    handles = [model.get_submodule(n).register_forward_hook(hook(n)) for n in names]
+    try:
+        with torch.inference_mode():
+            for inp in inputs:
+                call_model(model, inp)
+    finally:
+        for h in handles:
+            h.remove()
+    return {name: torch.cat(parts) for name, parts in recorded.items()}
+
+
 def layer_errors(
-    fp_model: nn.Module, q_model: nn.Module, inputs: Iterable[Any]
+    fp_model: nn.Module,
+    q_model: nn.Module,
+    inputs: Iterable[Any],
+    reference: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """Relative output error ``||Y_q - Y|| / ||Y||`` of every layer ``q_model`` quantized
     (linear and, for int8, convolution) against the same layer of ``fp_model`` on the
     same inputs (each model is fed its own upstream activations, so errors accumulate as
-    they would in use). Layers a scheme left at full precision are not listed."""
+    they would in use). Layers a scheme left at full precision are not listed.
+    ``reference``: ``fp_model``'s :func:`layer_outputs` on ``inputs`` when already known."""
     names = _quantized_names(q_model)
-    outputs: dict[str, dict[str, list[torch.Tensor]]] = {"fp": {}, "q": {}}
-
-    def hook(kind, name):
-        def record(_module, _args, out):
-            outputs[kind].setdefault(name, []).append(out.detach().float().flatten())
-
-        return record
-
-    handles = []
-    for kind, model in (("fp", fp_model), ("q", q_model)):
-        for name in names:
-            handles.append(model.get_submodule(name).register_forward_hook(hook(kind, name)))
-    try:
-        with torch.inference_mode():
-            for inp in inputs:
-                call_model(fp_model, inp)
-                call_model(q_model, inp)
-    finally:
-        for h in handles:
-            h.remove()
+    inputs = list(inputs)
+    if reference is None or any(n not in reference for n in names):
+        reference = layer_outputs(fp_model, inputs, names)
+    got = layer_outputs(q_model, inputs, names)
     errors = {}
     for name in names:
-        ref, got = torch.cat(outputs["fp"][name]), torch.cat(outputs["q"][name])
-        errors[name] = float((got - ref).norm() / ref.norm().clamp_min(1e-12))
+        ref = reference[name]
+        errors[name] = float((got[name] - ref).norm() / ref.norm().clamp_min(1e-12))
     return errors
 
 

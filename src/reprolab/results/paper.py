@@ -608,7 +608,7 @@ class PaperRun:
         seconds = rounds.unit_seconds(paths.runtime)
         eval_per_unit = rounds.evaluate_seconds_per_unit(paths.runtime, len(units))
         estimate = rounds.round_minutes(decision.added, units, seconds)
-        estimate += _new_units(decision.added, units) * eval_per_unit / 60.0
+        estimate += len(rounds.new_units(decision.added, units)) * eval_per_unit / 60.0
         if st.minutes + estimate > cfg.evidence.budget_minutes:
             st.done = True
             st.stop = (
@@ -775,51 +775,12 @@ def _trained_units(paths) -> list:
     return [Unit.from_json(u) for u in io.read_json(listing)["units"]]
 
 
-def _new_units(rules: list[dict], units: list) -> int:
-    """How many units the rules add (one per seed of each unit key in scope)."""
-    total = 0
-    for rule in rules:
-        sc = rounds.Scope(
-            tuple(rule["variants"]),
-            tuple(rule["tasks"]) if "tasks" in rule else None,
-            tuple((k, tuple(v)) for k, v in rule["params"].items()) if "params" in rule else None,
-        )
-        keys = {(u.task, u.variant, u.params) for u in units if sc.matches(u)}
-        total += len(keys) * len(rule["seeds"])
-    return total
-
-
 def _round_minutes(runtime: Path, started: float = math.inf) -> float:
-    """The compute a round spent on one method: the training of the units it trained
-    (not those reused; a unit resumed after a kill with the epochs before it; a unit
-    trained beside others on the pool counts its seconds over how many ran at once), its
-    quantize and evaluate stages, and the units that an attempt of the round killed
-    after evaluating them left in the evaluation memo (made at or after ``started``,
-    wall clock)."""
-    from reprolab.core import io
+    """The compute a round spent on one method, in minutes (see
+    :func:`reprolab.stages.runtime.machine_seconds`)."""
+    from reprolab.stages.runtime import machine_seconds
 
-    total = 0.0
-    train = runtime / "train.json"
-    if train.is_file():
-        for t in io.read_json(train).get("units", {}).values():
-            if isinstance(t, dict) and not t.get("reused"):
-                # units trained side by side (the pool) share the machine: each counts
-                # its share, so the budget reads machine time on any executor
-                share = max(1.0, float(t.get("units_side_by_side", 1.0)))
-                total += float(t.get("train_seconds", 0.0)) / share
-    quantize = runtime / "quantize.json"
-    if quantize.is_file():
-        total += float(io.read_json(quantize).get("wall_seconds", 0.0))
-    ev = runtime / "evaluate.json"
-    if ev.is_file():
-        info = io.read_json(ev)
-        total += float(info.get("evaluate_seconds", 0.0))
-        total += sum(
-            float(hit.get("seconds", 0.0))
-            for hit in info.get("memo_hits", [])
-            if float(hit.get("created", 0.0)) >= started
-        )
-    return total / 60.0
+    return machine_seconds(runtime, started) / 60.0
 
 
 def replace_results(dest: Path, new: Path) -> None:

@@ -161,7 +161,9 @@ def plan_round(
 
 
 def unit_seconds(runtime: Path) -> dict[str, float]:
-    """Per trained unit id: the seconds its training took (from data/runtime/<slug>/)."""
+    """Per trained unit id: the machine seconds its training took (from
+    data/runtime/<slug>/): its wall over the units trained side by side with it, the
+    share of the machine that a round's compute counts (stages.runtime)."""
     from reprolab.core import io
 
     path = runtime / "train.json"
@@ -170,7 +172,8 @@ def unit_seconds(runtime: Path) -> dict[str, float]:
     out = {}
     for uid, t in io.read_json(path).get("units", {}).items():
         if isinstance(t, dict) and isinstance(t.get("train_seconds"), int | float):
-            out[uid] = float(t["train_seconds"])
+            share = max(1.0, float(t.get("units_side_by_side", 1.0)))
+            out[uid] = float(t["train_seconds"]) / share
     return out
 
 
@@ -199,16 +202,37 @@ def needs_minutes(needed_seeds: int | None, have: int, per_seed_seconds: float) 
     return max(0, needed_seeds - have) * per_seed_seconds / 60.0
 
 
-def round_minutes(rules: list[dict], units: list[Unit], seconds: dict[str, float]) -> float:
-    """Training minutes the rules of a round would cost, from the units run so far."""
-    total = 0.0
+def _rule_scope(rule: dict) -> Scope:
+    return Scope(
+        tuple(rule["variants"]),
+        tuple(rule["tasks"]) if "tasks" in rule else None,
+        tuple((k, tuple(v)) for k, v in rule["params"].items()) if "params" in rule else None,
+    )
+
+
+def new_units(rules: list[dict], units: list[Unit]) -> set[tuple]:
+    """The units a round's rules add, each once however many rules ask for it: a
+    (task, variant, params) of the units in a rule's scope at each of its seeds."""
+    out = set()
     for rule in rules:
-        sc = Scope(
-            tuple(rule["variants"]),
-            tuple(rule["tasks"]) if "tasks" in rule else None,
-            tuple((k, tuple(v)) for k, v in rule["params"].items()) if "params" in rule else None,
-        )
-        total += seconds_per_seed(units, seconds, sc) * len(rule["seeds"])
+        sc = _rule_scope(rule)
+        keys = {(u.task, u.variant, u.params) for u in units if sc.matches(u)}
+        out |= {(*key, seed) for key in keys for seed in rule["seeds"]}
+    return out
+
+
+def round_minutes(rules: list[dict], units: list[Unit], seconds: dict[str, float]) -> float:
+    """Training minutes the rules of a round would cost, from the units run so far: each
+    new unit (:func:`new_units`) at the mean seconds of its (task, variant, params)
+    over the seeds run."""
+    by_key: dict[tuple, list[float]] = {}
+    for u in units:
+        if u.seed is not None and u.id in seconds:
+            by_key.setdefault((u.task, u.variant, u.params), []).append(seconds[u.id])
+    total = 0.0
+    for *key, _seed in new_units(rules, units):
+        known = by_key.get(tuple(key))
+        total += sum(known) / len(known) if known else 0.0
     return total / 60.0
 
 

@@ -19,6 +19,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 from reprolab import ledger, registry
 from reprolab.contract import is_runtime_metric, seed_ranges
@@ -236,6 +237,22 @@ def replication(exploratory: str, confirmatory: str) -> str:
     return "did not replicate"
 
 
+def _more_minutes(need: int, ev: Any, run: dict[str, Any]) -> str:
+    """' (~N more min here)' for ``need`` seeds in all: the run's own estimate where it
+    asked for the same count, else the run's compute per seed (the re-read analysis
+    may ask for another count than the run did)."""
+    have = len(ev.seeds or run.get("seeds", []))
+    if need <= have:
+        return ""
+    if ev.needs_seeds == need and isinstance(ev.needs_minutes, int | float):
+        return f" (~{ev.needs_minutes:.0f} more min here)"
+    compute, seeds = run.get("compute_minutes"), run.get("seeds") or ev.seeds
+    if isinstance(compute, int | float) and seeds:
+        more = compute / len(seeds) * (need - have)
+        return f" (~{more:.0f} more min here at the run's pace)"
+    return ""
+
+
 def _row_of(root: Path, results: Path, folder: Path, slug: str, central) -> dict | None:
     """The scoreboard's reading of one results folder's central claim (None: absent)."""
     head = next(
@@ -260,12 +277,10 @@ def _row_of(root: Path, results: Path, folder: Path, slug: str, central) -> dict
         reading = core_claims.undecided_reading(m.raw, head.effect)
         if reading:
             rounds += "; " + reading
-        elif ev.needs_seeds:
-            rounds += f"; needs ~{ev.needs_seeds} seeds" + (
-                f" (~{ev.needs_minutes:.0f} more min here)"
-                if isinstance(ev.needs_minutes, int | float)
-                else ""
-            )
+        elif (need := m.raw.get("needs_seeds", ev.needs_seeds)) and need > len(m.seeds):
+            # (an estimate at or below the seeds used came from the normal approximation
+            # that confirmatory files made before the t power replaced it: not shown)
+            rounds += f"; needs ~{need} seeds" + _more_minutes(need, ev, run)
     else:
         rounds = f"{ev.rounds} round(s)"
     seeds = list(m.seeds) or run.get("seeds", [])

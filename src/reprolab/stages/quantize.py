@@ -95,6 +95,8 @@ def run(slug: str, root: Path) -> dict:
                         },
                     )
                     thresholds = None  # calibrated once per unit, shared by the schemes
+                    # the full-precision layers' outputs, shared by the schemes' errors
+                    reference = quant.layer_outputs(model, calib) if calib else None
                     for scheme, parsed_scheme in zip(schemes, parsed, strict=True):
                         t0 = time.perf_counter()
                         if parsed_scheme.needs_calibration and thresholds is None and calib:
@@ -115,7 +117,9 @@ def run(slug: str, root: Path) -> dict:
                             },
                         )
                         if calib:
-                            for layer, err in quant.layer_errors(model, qmodel, calib).items():
+                            for layer, err in quant.layer_errors(
+                                model, qmodel, calib, reference
+                            ).items():
                                 layer_err[scheme].setdefault(layer, []).append(err)
                     progress.advance()
                     if i % 25 == 0 or i == len(units):

@@ -35,6 +35,7 @@ from reprolab.core.tracking import (
     runs_view_url,
 )
 from reprolab.paths import MethodPaths, reports_dir
+from reprolab.stages.runtime import machine_seconds
 
 COLUMNS = [
     "method",
@@ -64,7 +65,7 @@ CSV_EXTRA = [
     "detail",
     "headline",
 ]
-EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed"]
+EXTRA = [*CSV_EXTRA, "per_task", "run_id", "experiment_id", "timed", "verdict_alone"]
 VERDICT_MEANING = {
     "reproduced": "the interval (at the look of the sequential plan) lies wholly on the "
     "paper's side of the bound, with n >= 3",
@@ -234,6 +235,7 @@ def collect(
                     ids.get("mlflow_run_id", ""),
                     ids.get("mlflow_experiment_id", ""),
                     is_runtime_metric(c["metric"]),
+                    (m.get("family") or {}).get("verdict_alone", c["verdict"]),
                 ]
             )
         figures[f"{slug}: {spec.title}"] = sorted((folder / "plots").glob("*.png")) + sorted(
@@ -462,7 +464,9 @@ def summarize(
     for slug in dict.fromkeys(table.method) if len(table) else []:
         claims = table[table.method == slug]
         first = claims[claims.headline.astype(bool)]
-        by_id = first[first.precision == "fp32"].set_index("claim").verdict.to_dict()
+        # at fp32 the verdict the claim gets by itself: the family rule (central first,
+        # then Holm) reads only the headline claims, the other precisions stand alone
+        by_id = first[first.precision == "fp32"].set_index("claim").verdict_alone.to_dict()
         flips: dict[tuple[str, str, str], list[str]] = {}
         for r in claims[claims.precision != "fp32"].itertuples():
             if r.claim in by_id and r.verdict != by_id[r.claim]:
@@ -503,18 +507,12 @@ def seeds_used(root: Path, slug: str, seeds: tuple[int, ...]) -> str:
 
 
 def compute_seconds(root: Path, slug: str) -> float | None:
-    """Training, quantization and evaluation time of the method's latest run (from
-    data/runtime/), or None where a stage has not run here."""
+    """The machine time of the method's latest stages (from data/runtime/; the figure a
+    paper run's run.json records per round), or None where training has not run here."""
     runtime = MethodPaths(root, slug).runtime
     if not (runtime / "train.json").is_file():
         return None
-    units = io.read_json(runtime / "train.json").get("units", {}).values()
-    total = sum(u.get("train_seconds", 0.0) or 0.0 for u in units)
-    for name in ("quantize.json", "evaluate.json"):  # a method may not be quantized
-        if (runtime / name).is_file():
-            info = io.read_json(runtime / name)
-            total += info.get("wall_seconds", info.get("evaluate_seconds", 0.0)) or 0.0
-    return float(total)
+    return machine_seconds(runtime)
 
 
 # ----------------------------------------------------------------------------- rendering

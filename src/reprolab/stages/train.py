@@ -98,7 +98,7 @@ def run(slug: str, root: Path) -> dict:
         if mode == "pool" and workers < 2:
             mode = "local"  # one unit (or one core): nothing to run side by side
         # units trained side by side share the machine: a paper run's compute counts each
-        # unit's seconds divided by how many ran at once (results.paper._round_minutes),
+        # unit's seconds divided by how many ran at once (stages.runtime.machine_seconds),
         # so the evidence budget reads machine time whichever executor ran the units
         side_by_side = float(workers) if mode == "pool" else 1.0
 
