@@ -48,6 +48,9 @@ def test_the_committed_readmes_hold_the_verdicts_on_file():
             cells = _row(block, c["id"], c["precision"])
             assert cells[2].strip("*") == VERDICT_TEXT[c["verdict"]], (slug, c["id"])
             assert cells[5] == str(c["measured"].get("n", "")), (slug, c["id"])
+            # the rule that decided: a check that counts signs reads as the sign test
+            rule = "sign test" if c["measured"].get("test") == "sign" else None
+            assert cells[6].endswith(rule or c["measured"].get("analysis", "t")), (slug, c["id"])
 
 
 def _write_results(results: Path, slug: str) -> None:

@@ -111,10 +111,16 @@ def _bound(m: dict, check=None) -> str:
     if isinstance(b, int | float):
         return f"{m.get('claimed', '')} {b + 0.0:+.3g}".strip()  # + 0.0: no "-0"
     if m.get("test") == "sign":
-        return "sign test over tasks"
+        return f"sign test over {m.get('unit') or 'task'}s"
     if m.get("test") == "permutation":
         return "permutation test"
     return "n/a"
+
+
+def _rule(m: dict, analysis: str) -> str:
+    """The rule that decided: the sign test where a check counts signs (its ``analysis``
+    is then the rule of the mean's interval, reported beside it), else the claim's rule."""
+    return "sign test" if m.get("test") == "sign" else analysis
 
 
 def _pool(a: dict, b: dict) -> tuple[float, float, float, int] | None:
@@ -289,7 +295,7 @@ def _row_of(root: Path, results: Path, folder: Path, slug: str, central) -> dict
         "run": run,
         "verdict": head.verdict,
         "size": m.size,
-        "unit": f"{m.unit}, {m.analysis}",
+        "unit": f"{m.unit}, {_rule(m.raw, m.analysis)}",
         "n": "" if m.n is None else m.n,
         "interval": core_claims.measured_text(m.raw),
         "bound": _bound(m.raw, central.check),
@@ -687,7 +693,8 @@ def method_block(root: Path, slug: str, readme: Path, results: Path | None = Non
         lines.append(
             f"| {name} | {c.precision} | {verdict} | {reading} | "
             f"{core_claims.measured_text(m.raw)} | {'' if m.n is None else m.n} | "
-            f"{m.unit}, {m.analysis} | {_seeds(list(m.seeds))} | {_bound(m.raw, check)} | "
+            f"{m.unit}, {_rule(m.raw, m.analysis)} | {_seeds(list(m.seeds))} | "
+            f"{_bound(m.raw, check)} | "
             f"{paper} | {_decided(c)} |"
         )
     have = {r.id for r in claims}
