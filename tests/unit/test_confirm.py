@@ -191,7 +191,12 @@ def test_status_without_a_slug_lists_every_methods_latest_registration(project):
     lines = confirm.queue(project).splitlines()
     assert len(lines) == len(confirm.registry.slugs()) + 1
     ours = next(line for line in lines if line.startswith(SLUG + " "))
-    assert first["id"] in ours and ours.endswith("NOT RUN YET")
+    assert first["id"] in ours and "NOT RUN YET" in ours
+    # where to run it from: the commit that added the ledger line
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=project, capture_output=True, text=True
+    ).stdout.strip()
+    assert ours.endswith(f"registered in {head}")
     assert lines[-1] == "1 registered run(s) waiting"
     others = [line for line in lines[:-1] if not line.startswith(SLUG + " ")]
     assert all(line.endswith("no registration") for line in others)
@@ -199,3 +204,4 @@ def test_status_without_a_slug_lists_every_methods_latest_registration(project):
     second = confirm.register(project, SLUG)  # a defect's fix: a new one, new seeds
     ours = next(line for line in confirm.queue(project).splitlines() if line.startswith(SLUG))
     assert second["id"] in ours and "NOT RUN YET  (2 registrations)" in ours
+    assert ours.endswith("registration not committed")

@@ -336,8 +336,24 @@ def queue(root: Path) -> str:
             f"{slug:<16} {entry['id']}  seeds {entry['seeds'][0]}-{entry['seeds'][-1]}  "
             f"commit {entry['commit'][:8]}  {'run' if ran else 'NOT RUN YET'}"
             + (f"  ({len(entries)} registrations)" if len(entries) > 1 else "")
+            + ("" if ran else f"  {_registered_in(root, slug, entry)}")
         )
     return "\n".join([*rows, f"{waiting} registered run(s) waiting"])
+
+
+def _registered_in(root: Path, slug: str, entry: dict[str, Any]) -> str:
+    """Where a waiting run starts from: the commit that added its registration to the
+    ledger (the registered code commit itself predates the ledger line, so a checkout
+    of it has no registration to run)."""
+    rel = ledger.path_for(root, slug).relative_to(root).as_posix()
+    proc = subprocess.run(
+        ["git", "log", "--reverse", "--format=%h", "-S", entry["id"], "--", rel],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    first = proc.stdout.split()
+    return f"registered in {first[0]}" if first else "registration not committed"
 
 
 def main(argv: list[str], root: Path) -> int:
