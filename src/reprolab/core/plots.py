@@ -235,7 +235,8 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     the claimed side to the right, coloured by the verdict; a paper without an interval
     is listed with its verdict (and ``note``, what a test that counts counted, where
     given). ``rows``: each with ``method``, ``verdict``, ``low``, ``high``, ``value``
-    (already scaled, or None) and ``paper`` (True where 1 is the paper's effect). Values beyond +-6 are drawn at the edge, with an arrow."""
+    (already scaled, or None) and ``paper`` (True where 1 is the paper's effect). Values
+    beyond +-6 are drawn at the edge, with an arrow."""
     from matplotlib.patches import Patch
 
     edge = 6.0
