@@ -117,7 +117,7 @@ trigger: venv ## run a served deployment now: [DEPLOYMENT=reproduce-all/nightly]
 	PREFECT_API_URL=$(PREFECT_API_URL) $(BIN)/prefect deployment run $(DEPLOYMENT) $(if $(PARAMS),--params '$(PARAMS)') --watch
 
 # The paper profile of some methods in a fresh copy, in sequential rounds of seeds until
-# each claim is decided or the method's evidence budget is spent (src/reprolab/results/paper.py);
+# each claim is decided or the method's evidence budget is spent (src/reprolab/evidence/running/paper.py);
 # results (report, claims, metrics, figures, run.json with date, commit, machine, rounds,
 # seeds) into docs/results/<slug>/, then the scoreboard docs/results/README.md. The
 # preregistration ledger (docs/results/ledger/) is written first: a claim changed after

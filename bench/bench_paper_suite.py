@@ -7,7 +7,7 @@ Each (method, executor) runs in its own scratch copy of the project (the committ
 params.yaml cut to the method at the paper profile and ``--seeds``), one after the other
 in alternation, so load drift hits both: ``dvc repro`` of the method's chain, no stage
 worker in either. Compute is what a paper run counts (units' training, quantize and
-evaluate seconds: ``results.paper._round_minutes``). The two executors must give the
+evaluate seconds: ``running.paper._round_minutes``). The two executors must give the
 same verdicts and the same metrics to 1e-6 (the pool's units run on one thread, which
 changes the last bits of convolution weights only); the bench says where they differ.
 
@@ -40,8 +40,8 @@ MODES = {"local": {"REPROLAB_EXECUTOR": "local"}, "pool": {"REPROLAB_EXECUTOR": 
 
 
 def run_once(slug: str, seeds: list[int], mode: str, work: Path) -> dict:
+    from reprolab.evidence.running.paper import _round_minutes
     from reprolab.ops import scratch
-    from reprolab.results.paper import _round_minutes
 
     dest = work / f"{slug}-{mode}"
     params = yaml.safe_load((ROOT / "params.yaml").read_text())

@@ -64,8 +64,8 @@ def paper_params(method: str, tiny: bool) -> dict:
 
 
 def one_run(method: str, mode: str, base: Path, tiny: bool) -> dict:
+    from reprolab.evidence.running.paper import PaperRun
     from reprolab.ops.scratch import copy_project
-    from reprolab.results.paper import PaperRun
 
     root = base / "project"
     copy_project(ROOT, root, paper_params(method, tiny), link_raw=False)

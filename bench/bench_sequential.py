@@ -12,11 +12,11 @@ on average. Writes ``sequential.json`` and ``sequential.md``; the test
 ``tests/unit/test_sequential.py`` asserts the chosen rule's error and its power ranking.
 
 **Grid** (``--only grid``): the engine's full rule for a claim, through the engine's own
-functions: seeds come in the looks of a :class:`~reprolab.core.sequential.Plan`; at each
+functions: seeds come in the looks of a :class:`~reprolab.evidence.judging.sequential.Plan`; at each
 look the values of a seed (its pairs, tasks or configurations) are averaged into one
-value per seed (:func:`~reprolab.core.stats.unit_means`), the claim's rule (``t``: the
+value per seed (:func:`~reprolab.evidence.judging.stats.unit_means`), the claim's rule (``t``: the
 Student-t interval of the mean; ``sign``: the distribution-free interval of the median)
-makes the interval at the look's confidence (:func:`~reprolab.core.stats.rule_interval`,
+makes the interval at the look's confidence (:func:`~reprolab.evidence.judging.stats.rule_interval`,
 ``Plan.look(seeds).confidence``), a decisive verdict needs ``MIN_REPLICATES`` replicates
 and a bounded interval of non-zero width, and the run stops at the first look whose
 interval excludes the bound on either side. Vectorised over runs (per look: the seed
@@ -61,14 +61,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from reprolab.core.claims import (  # noqa: E402
+from reprolab.evidence.judging.claims import (  # noqa: E402
     MIN_REPLICATES,
     Level,
     Verdict,
     apply_evidence_rules,
 )
-from reprolab.core.sequential import RULES, Plan, simulate  # noqa: E402
-from reprolab.core.stats import median_interval, t_interval  # noqa: E402
+from reprolab.evidence.judging.sequential import RULES, Plan, simulate  # noqa: E402
+from reprolab.evidence.judging.stats import median_interval, t_interval  # noqa: E402
 
 EFFECTS = (0.0, 0.3, 0.5, 0.8, 1.2)  # in standard deviations of one replicate
 PLANS = {"5/10/15/20": Plan(5, 5, 20), "5/10": Plan(5, 5, 10), "3/8/12": Plan(3, 5, 12)}
@@ -593,7 +593,7 @@ def _metrics(folder: Path):
     seed column as nullable integers."""
     import pandas as pd
 
-    from reprolab.results.compare import metrics_file
+    from reprolab.evidence.running.compare import metrics_file
 
     table = pd.read_csv(metrics_file(folder))
     table["seed"] = table["seed"].astype("Int64")
@@ -612,7 +612,7 @@ def claim_seed_values(folder: Path, slug: str, entry: dict) -> tuple[np.ndarray 
     of its precision (every precision for a cross-precision check) of that seed plus the
     seed-free rows, from the committed metrics table. ``(None, why)`` where a seed raises
     or gives no finite value."""
-    from reprolab.core.claims import Level
+    from reprolab.evidence.judging.claims import Level
 
     claim = _defined_claims(slug).get(entry["id"])
     if claim is None:

@@ -1,5 +1,5 @@
 """The paper-profile run as a Prefect flow: the same sequential rounds as ``make paper``
-(``reprolab.results.paper.PaperRun``), with each round's decisions in the flow's log and as a
+(``reprolab.evidence.running.paper.PaperRun``), with each round's decisions in the flow's log and as a
 markdown artifact (``paper-round-<n>``), and the scoreboard (``scoreboard``) published
 at the end.
 
@@ -18,9 +18,9 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
-from reprolab.core.claims import DECISIVE
+from reprolab.evidence.judging.claims import DECISIVE
+from reprolab.evidence.running.paper import MethodRounds, PaperRun
 from reprolab.paths import project_root
-from reprolab.results.paper import MethodRounds, PaperRun
 
 
 def _round_markdown(number: int, state: dict[str, MethodRounds]) -> str:

@@ -221,7 +221,9 @@ def _install(child_argv: list[str] | None = None) -> None:
             "compute",
             "quant",
         ),
-        "reprolab.core.claims": lambda m: patch(m.Claim, ["evaluate"], "compute", "Claim"),
+        "reprolab.evidence.judging.claims": lambda m: patch(
+            m.Claim, ["evaluate"], "compute", "Claim"
+        ),
         "reprolab.stages._common": lambda m: (
             patch(m, ["context", "code_digest"], "checks", "_common"),
             patch(m.PreparedData, ["__init__"], "checks", "PreparedData"),

@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.command == "compare":
-            from reprolab.results import compare
+            from reprolab.evidence.running import compare
 
             try:
                 cmp = compare.compare(args.a, args.b, args.tolerance)
@@ -246,23 +246,23 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         root = project_root(Path.cwd())
         if args.command == "paper":
-            from reprolab.results import paper
+            from reprolab.evidence.running import paper
 
             return paper.main(args.args, root)
         if args.command == "probe":
-            from reprolab.results import probe
+            from reprolab.evidence.running import probe
 
             return probe.main(args.args, root)
         if args.command == "confirm":
-            from reprolab.results import confirm
+            from reprolab.evidence.running import confirm
 
             return confirm.main(args.args, root)
         if args.command == "trail":
-            from reprolab.results import trail
+            from reprolab.evidence.running import trail
 
             return trail.main(args.args, root)
         if args.command == "reread":
-            from reprolab.results import reread
+            from reprolab.evidence.running import reread
 
             try:
                 return reread.main(args.args, root)
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
         if args.command == "scoreboard":
-            from reprolab.results import scoreboard
+            from reprolab.evidence.running import scoreboard
 
             path = root / "docs" / "results" / "README.md"
             try:

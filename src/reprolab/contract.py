@@ -114,7 +114,7 @@ class AddedSeeds(StrictConfig):
 
 
 class EvidenceConfig(StrictConfig):
-    """How many replicates a method's claims get (``core.sequential``): the first look
+    """How many replicates a method's claims get (``judging.sequential``): the first look
     has the first ``first`` seeds of the profile (None: all of them); a paper run adds
     ``step`` seeds per round to the units an undecided claim reads, up to ``max_seeds``
     (None: ``first``, one look, a fixed-n analysis), while the rounds' compute stays
@@ -454,7 +454,7 @@ class MethodSpec:
     #: overrides of the config defaults per profile ("smoke" uses the defaults as they are)
     profile_defaults: dict[str, dict[str, Any]]
     variants: tuple[Variant, ...]
-    claims: tuple[Any, ...]  # reprolab.core.claims.Claim
+    claims: tuple[Any, ...]  # reprolab.evidence.judging.claims.Claim
     #: dotted module implementing MethodHooks (default: ``reprolab.methods.<slug>.method``)
     hooks: str = ""
     quantization: Quantization = Quantization()

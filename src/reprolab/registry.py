@@ -97,7 +97,7 @@ def _check_spec(spec: MethodSpec) -> None:
 def _check_claims(spec: MethodSpec) -> None:
     """Every claim states its smallest effect that matters and where its paper value
     comes from; ids are unique; exactly one claim is the paper's central claim."""
-    from reprolab.core.claims import NOT_IN_TEXT, SOURCES
+    from reprolab.evidence.judging.claims import NOT_IN_TEXT, SOURCES
 
     ids = [c.id for c in spec.claims]
     if len(ids) != len(set(ids)):

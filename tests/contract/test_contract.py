@@ -16,7 +16,7 @@ import yaml
 from reprolab import config, registry
 from reprolab.contract import MethodSpec, Run, TrainedUnit, TrainedUnits, is_runtime_metric
 from reprolab.core import quant
-from reprolab.core.claims import VERDICTS
+from reprolab.evidence.judging.claims import VERDICTS
 from tests.conftest import ROOT
 
 SLUGS = registry.slugs()

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from reprolab import config
-from reprolab.core.claims import VERDICTS
 from reprolab.core.tracking import flatten
+from reprolab.evidence.judging.claims import VERDICTS
 from tests.conftest import BIN, tool_env
 
 pytestmark = pytest.mark.pipeline

@@ -51,7 +51,7 @@ def paper_project(tmp_path_factory) -> Path:
 
 
 def _run(root: Path, **kw):
-    from reprolab.results.paper import PaperRun
+    from reprolab.evidence.running.paper import PaperRun
 
     lines: list[str] = []
     state = PaperRun(root, [METHOD], out=root / "docs" / "results", log=lines.append, **kw).run()
@@ -68,7 +68,7 @@ def flow_run(paper_project) -> dict:
 
 
 def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project, flow_run):
-    from reprolab import ledger
+    from reprolab.evidence import ledger
 
     root, flow = paper_project, flow_run
     assert flow["state"] == "COMPLETED"
@@ -111,7 +111,7 @@ def test_rounds_add_seeds_until_decided_and_replay_reproduces(paper_project, flo
 
 
 def test_a_changed_definition_stops_the_run_before_any_compute(tmp_path):
-    from reprolab.results.paper import PaperError, PaperRun
+    from reprolab.evidence.running.paper import PaperError, PaperRun
 
     root = copy_project(tmp_path / "project", methods=(METHOD,))
     (root / "docs" / "results" / "ledger" / f"{METHOD}.jsonl").unlink(missing_ok=True)
@@ -133,8 +133,8 @@ class Killed(Exception):
 def test_a_killed_run_goes_on_from_its_copy_with_the_same_results(
     paper_project, flow_run, tmp_path
 ):
+    from reprolab.evidence.running.paper import STATE, PaperError, PaperRun
     from reprolab.ops import worker
-    from reprolab.results.paper import STATE, PaperError, PaperRun
 
     root = paper_project
     whole = root / "docs" / "results"  # the uninterrupted run (the flow's, same params)

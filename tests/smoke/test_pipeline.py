@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from reprolab.core.claims import VERDICTS
+from reprolab.evidence.judging.claims import VERDICTS
 from tests.conftest import run
 
 pytestmark = pytest.mark.pipeline
@@ -236,7 +236,7 @@ def test_a_claims_edit_reruns_evaluate_not_training(reproduced, tmp_path):
     proc = run(["dvc", "repro"], project)
     ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}
     assert ran - {"report"} == {"validate", "evaluate@dp_noise"}, proc.stdout
-    engine = project / "src/reprolab/core/claims.py"
+    engine = project / "src/reprolab/evidence/judging/claims.py"
     engine.write_text(engine.read_text() + "\nEDITED = True\n")
     proc = run(["dvc", "repro"], project)
     ran = {line.split("'")[1] for line in proc.stdout.splitlines() if "Running stage" in line}

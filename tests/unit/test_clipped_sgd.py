@@ -12,8 +12,8 @@ import torch
 from scipy import optimize
 
 from reprolab.contract import Run
-from reprolab.core.claims import Threshold, Where
 from reprolab.core.training import fit_resumable
+from reprolab.evidence.judging.claims import Threshold, Where
 from reprolab.methods.clipped_sgd import SPEC, method, strategic
 from reprolab.methods.clipped_sgd.algorithms import (
     Quadratic,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from reprolab.core.fingerprint import JUDGE_SHARED
 from reprolab.stages import validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,7 +150,8 @@ def test_judging_code_is_in_the_evaluate_set_only(tmp_path):
     assert "src/reprolab/methods/ensloss/claims.py" in full
     assert "src/reprolab/methods/ensloss/claims.py" not in build
     assert (
-        "src/reprolab/core/claims.py" not in build and "src/reprolab/core/sandbox.py" not in build
+        "src/reprolab/evidence/judging/claims.py" not in build
+        and "src/reprolab/core/sandbox.py" not in build
     )
     assert set(build) < set(full)
     before = {s: both(s) for s in ("ensloss", "dp_noise")}
@@ -159,19 +161,19 @@ def test_judging_code_is_in_the_evaluate_set_only(tmp_path):
     assert after["ensloss"][0] == before["ensloss"][0]  # build: unchanged
     assert after["ensloss"][1] != before["ensloss"][1]  # evaluate: changed
     assert after["dp_noise"] == before["dp_noise"]
-    engine = root / "src/reprolab/core/claims.py"
+    engine = root / "src/reprolab/evidence/judging/claims.py"
     engine.write_text(engine.read_text() + "\nEXTRA = 1\n")
     again = {s: both(s) for s in ("ensloss", "dp_noise")}
     for s in ("ensloss", "dp_noise"):
         assert again[s][0] == after[s][0] and again[s][1] != after[s][1]
 
 
-JUDGING = {
-    "reprolab.core.claims",
-    "reprolab.core.plots",
-    "reprolab.core.sequential",
-    "reprolab.core.stats",
-}
+def _module(rel: str) -> str:
+    return rel.removeprefix("src/").removesuffix(".py").replace("/", ".")
+
+
+#: what the build fingerprint leaves out as judging code, as module names
+JUDGING = {_module(rel) for rel in JUDGE_SHARED}
 
 
 #: hooks that only evaluation calls: they may import judging code (the figures)
@@ -206,7 +208,7 @@ def test_build_code_never_imports_judging_code():
     claims or plots, nor the core's claims engine, statistics or plots (outside the
     evaluation-only hooks, which draw the figures); no core module in the build set
     imports them either."""
-    from reprolab.core.fingerprint import JUDGE_CORE, JUDGE_METHOD
+    from reprolab.core.fingerprint import JUDGE_METHOD
 
     methods = ROOT / "src/reprolab/methods"
     offenders = []
@@ -218,8 +220,11 @@ def test_build_code_never_imports_judging_code():
             bad = _imports(path) & judging
             if bad:
                 offenders.append(f"{path.relative_to(ROOT)}: {sorted(bad)}")
-    for path in sorted((ROOT / "src/reprolab/core").glob("*.py")):
-        if path.name not in JUDGE_CORE:
+    shared = [
+        p for d in ("core", "evidence/judging") for p in (ROOT / "src/reprolab" / d).glob("*.py")
+    ]
+    for path in sorted(shared):
+        if path.relative_to(ROOT).as_posix() not in JUDGE_SHARED:
             bad = _imports(path) & JUDGING
             if bad:
                 offenders.append(f"{path.relative_to(ROOT)}: {sorted(bad)}")

@@ -11,8 +11,8 @@ import sys
 import pandas as pd
 import pytest
 
-from reprolab.results import compare
-from reprolab.results.paper import compare_blocks
+from reprolab.evidence.running import compare
+from reprolab.evidence.running.paper import compare_blocks
 from tests.conftest import ROOT
 
 

@@ -1,4 +1,4 @@
-"""Confirmatory runs (``reprolab.results.confirm``): a registration must be committed before its
+"""Confirmatory runs (``reprolab.evidence.running.confirm``): a registration must be committed before its
 run, the tree must match it, its seeds must be unused, it runs once, and a resumed run
 is the same registration."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprolab import ledger
-from reprolab.results import confirm
-from reprolab.results.paper import MethodRounds, PaperError, PaperRun
+from reprolab.evidence import ledger
+from reprolab.evidence.running import confirm
+from reprolab.evidence.running.paper import MethodRounds, PaperError, PaperRun
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUG = "desk_reject"

@@ -7,8 +7,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from reprolab import ledger, registry
-from reprolab.results import confirm, scoreboard
+from reprolab import registry
+from reprolab.evidence import ledger
+from reprolab.evidence.running import confirm, scoreboard
 
 SLUG = "ttba"
 SEEDS = list(range(1000, 1010))

@@ -30,8 +30,9 @@ from reprolab.contract import (
     prepare_field,
     prepare_fields,
 )
-from reprolab.core import claims, io
-from reprolab.core.claims import PairedDifference, Threshold
+from reprolab.core import io
+from reprolab.evidence.judging import claims
+from reprolab.evidence.judging.claims import PairedDifference, Threshold
 from reprolab.stages.evaluate import metrics_table
 from tests.conftest import ROOT
 
@@ -105,7 +106,7 @@ def test_unknown_and_circular_reuse_are_rejected():
 def test_a_claim_about_an_unknown_scheme_is_rejected():
     from dataclasses import replace
 
-    from reprolab.core.claims import Claim, Threshold
+    from reprolab.evidence.judging.claims import Claim, Threshold
 
     check = Threshold(variant="victim", bound=0.5)
     about = Claim(

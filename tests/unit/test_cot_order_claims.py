@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from reprolab.contract import Run
-from reprolab.core.claims import PairedDifference
+from reprolab.evidence.judging.claims import PairedDifference
 from reprolab.methods.cot_order import SPEC, method
 from reprolab.methods.cot_order import programs as P
 from reprolab.methods.cot_order.claims import CLAIMS, RelativeGain

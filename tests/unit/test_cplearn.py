@@ -245,7 +245,7 @@ def test_units_sweep_the_ratio_and_pair_the_baselines_at_the_paper_ratio(tmp_pat
     import pandas as pd
 
     from reprolab.contract import Run
-    from reprolab.core.claims import wide
+    from reprolab.evidence.judging.claims import wide
     from reprolab.methods.cplearn import SPEC
     from reprolab.methods.cplearn.method import n_codes, units
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from reprolab.contract import Run
-from reprolab.core.claims import IntervalCheck
+from reprolab.evidence.judging.claims import IntervalCheck
 from reprolab.methods.desk_reject import SPEC, dilemma, method, policies
 from reprolab.methods.desk_reject.claims import Dilemma, NearOptimalShare
 from reprolab.methods.desk_reject.config import DeskRejectConfig

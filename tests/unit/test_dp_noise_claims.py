@@ -12,7 +12,7 @@ import yaml
 
 from reprolab import config
 from reprolab.contract import Run
-from reprolab.core.claims import IntervalCheck, PairedDifference, Where
+from reprolab.evidence.judging.claims import IntervalCheck, PairedDifference, Where
 from reprolab.methods.dp_noise import SPEC, method
 from reprolab.methods.dp_noise.claims import (
     BASELINES,

@@ -1,4 +1,4 @@
-"""claims.json read through one typed model (core.entries): every committed file
+"""claims.json read through one typed model (judging.entries): every committed file
 parses and round-trips; a malformed one is refused naming the file and the key."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reprolab.core import claims, entries
-from reprolab.results import compare
+from reprolab.evidence.judging import claims, entries
+from reprolab.evidence.running import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "docs" / "results").rglob("claims.json"))

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reprolab.core.claims import FIXED
+from reprolab.evidence.judging.claims import FIXED
 from reprolab.methods.ff_graphs import claims
 
 FAMILIES = ("a", "b", "c", "d", "e")

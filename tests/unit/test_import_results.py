@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprolab.core import entries
+from reprolab.evidence.judging import entries
 from reprolab.ops import results_import
 
 REPO = Path(__file__).resolve().parents[2]

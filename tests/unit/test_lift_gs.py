@@ -5,7 +5,7 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from reprolab.core.claims import IntervalCheck
+from reprolab.evidence.judging.claims import IntervalCheck
 from reprolab.methods.lift_gs import scenes
 from reprolab.methods.lift_gs.claims import GapFraction, OcclusionGap
 from reprolab.methods.lift_gs.module import unprojected_targets

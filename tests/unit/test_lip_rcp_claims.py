@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reprolab.core.claims import PairedDifference
+from reprolab.evidence.judging.claims import PairedDifference
 from reprolab.methods.lip_rcp.claims import CLAIMS, SmallerOnEveryTask
 
 BY_ID = {c.id: c for c in CLAIMS}

@@ -57,8 +57,8 @@ def test_headline_verdicts_are_params_in_words():
 
 
 def test_verdict_side_metric_replaces_the_old_verdict_metric():
-    from reprolab.core.claims import VERDICTS
     from reprolab.core.tracking import claim_metrics, verdict_side
+    from reprolab.evidence.judging.claims import VERDICTS
 
     sides = {v: verdict_side(v) for v in VERDICTS}
     assert sides["reproduced"] == sides["reproduced_smaller"] == 1.0

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprolab import ledger, registry
+from reprolab import registry
 from reprolab.core.machine import cpu, kernels
-from reprolab.results import scoreboard
-from reprolab.results.paper import PaperError, PaperRun, compare_blocks, compare_replay
+from reprolab.evidence import ledger
+from reprolab.evidence.running import scoreboard
+from reprolab.evidence.running.paper import PaperError, PaperRun, compare_blocks, compare_replay
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def test_a_held_out_block_is_one_look_at_its_own_seeds(tmp_path):
     assert out["seeds"]["paper"] == [100, 101, 102]
     assert out["seeds"]["smoke"] == _params()["seeds"]["smoke"]
     cfg = config.validate(out).method("dp_noise")
-    from reprolab.core.sequential import plan_for
+    from reprolab.evidence.judging.sequential import plan_for
 
     plan = plan_for(cfg.evidence, out["seeds"]["paper"])
     assert plan.looks == (3,)  # every seed in one look, a fixed-n analysis
@@ -221,8 +222,8 @@ def test_the_committed_scoreboard_matches_the_committed_results():
 
 
 def _head(verdict: str, value: float = 0.05, sd: float = 0.02, n: int = 5):
-    """The run's central entry, as the scoreboard reads it (core.entries)."""
-    from reprolab.core.entries import Entry
+    """The run's central entry, as the scoreboard reads it (judging.entries)."""
+    from reprolab.evidence.judging.entries import Entry
 
     measured = {"value": value, "sd": sd, "n": n, "unit": "seed", "ci_low": 0.0, "ci_high": 0.1}
     return Entry.from_dict(
@@ -330,20 +331,20 @@ def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
     driver imports inside a function (read off the sources by a regex, independently of
     the import walk) is loaded before the run, so an edit of the tree during a run cannot
     mix versions (a real failure: report.py edited mid-run called a function the loaded
-    core.claims did not have)."""
+    judging.claims did not have)."""
     import re
 
-    from reprolab.results.paper import driver_modules
+    from reprolab.evidence.running.paper import driver_modules
 
     late = set()
     for rel in (
-        "results/paper.py",
-        "results/scoreboard.py",
+        "evidence/running/paper.py",
+        "evidence/running/scoreboard.py",
         "stages/report.py",
-        "ledger.py",
-        "results/rounds.py",
-        "results/confirm.py",
-        "results/trail.py",
+        "evidence/ledger.py",
+        "evidence/running/rounds.py",
+        "evidence/running/confirm.py",
+        "evidence/running/trail.py",
     ):
         text = (ROOT / "src" / "reprolab" / rel).read_text()
         for module, names in re.findall(r"\n +from (reprolab[\w.]*) import ([\w, ]+)", text):
@@ -352,7 +353,11 @@ def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
                 candidate = f"{module}.{name.strip()}"
                 if (ROOT / "src" / Path(*candidate.split("."))).with_suffix(".py").is_file():
                     late.add(candidate)
-    assert {"reprolab.stages.report", "reprolab.core.plots", "reprolab.results.scoreboard"} <= late
+    assert {
+        "reprolab.stages.report",
+        "reprolab.core.plots",
+        "reprolab.evidence.running.scoreboard",
+    } <= late
     assert late <= set(driver_modules())
     # in a process: preload, then break report.py on disk; the driver's late import
     # still gets the module as loaded
@@ -361,7 +366,7 @@ def test_the_driver_loads_what_it_imports_late_before_the_run(tmp_path):
         ROOT / "src" / "reprolab", src / "reprolab", ignore=shutil.ignore_patterns("__pycache__")
     )
     script = (
-        "from reprolab.results import paper; paper.preload(); import pathlib, sys; "
+        "from reprolab.evidence.running import paper; paper.preload(); import pathlib, sys; "
         "pathlib.Path(sys.argv[1]).write_text('raise RuntimeError(\"edited\")'); "
         "from reprolab.stages import report; print(report.write_views.__name__)"
     )
@@ -419,7 +424,7 @@ def test_a_paper_run_tracks_into_the_projects_store(tmp_path, monkeypatch):
 def test_a_rerun_keeps_every_folder_it_did_not_write(tmp_path):
     """replay/, probes/, seeds-*/ and confirm-*/ survive a new pooled run's results; the
     files it writes are replaced, and its own plots/ is the new one."""
-    from reprolab.results.paper import replace_results
+    from reprolab.evidence.running.paper import replace_results
 
     dest = tmp_path / "results" / "m"
     kept = ("replay", "probes", "seeds-50-51", "confirm-2026-12-07-abc")

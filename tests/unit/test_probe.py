@@ -1,4 +1,4 @@
-"""Training-signal probes (reprolab.results.probe): the signals read from checkpoint histories
+"""Training-signal probes (reprolab.evidence.running.probe): the signals read from checkpoint histories
 against values worked out by hand, no validation or test value of a compared variant in
 what a probe writes, returns or prints, overrides parsed as YAML, and a bad setting
 refused before any copy or compute."""
@@ -16,7 +16,7 @@ import yaml
 
 from reprolab import registry
 from reprolab.contract import Unit
-from reprolab.results import probe
+from reprolab.evidence.running import probe
 
 HISTORIES = {
     Unit("g1", "a", 0): [
@@ -309,7 +309,7 @@ def test_a_bdia_like_probe_shows_no_validation_or_test_value(tmp_path, monkeypat
 def test_a_repeated_set_keeps_every_override():
     """`--set a=1 --set b=2` is `--set a=1 b=2`: a second --set once silently dropped the
     first (a probe then ran without its candidate's change)."""
-    from reprolab.results.probe import _parser, parse_overrides
+    from reprolab.evidence.running.probe import _parser, parse_overrides
 
     args = _parser().parse_args(
         ["safety_dims", "--name", "x", "--set", "calib_topics=4", "--set", "variants=[a, b]"]

@@ -11,7 +11,7 @@ from torch import nn
 
 from reprolab import config
 from reprolab.core import quant, schemes
-from reprolab.core.claims import Claim, PrecisionGap
+from reprolab.evidence.judging.claims import Claim, PrecisionGap
 
 FAKE = ("rtn_w8a8", "rtn_w4a4", "bitdgdm_w4a4", "bitdgdm_w4a4_noact", "bitdgdm_w4a4_nodecomp")
 
@@ -297,7 +297,7 @@ def test_precision_gap_claim_is_evaluated_once_across_precisions():
 
 
 def test_a_claim_that_names_its_scheme_gets_one_verdict_there():
-    from reprolab.core.claims import Threshold
+    from reprolab.evidence.judging.claims import Threshold
 
     check = Threshold(variant="digress", bound=0.85, higher_is_better=True)
     claim = Claim("small", "s", "p", "QM9", "validity", check, **_STATED, precision="bitdgdm_w4a4")

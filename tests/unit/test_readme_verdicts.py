@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reprolab import registry
-from reprolab.core.claims import VERDICT_TEXT
-from reprolab.results import scoreboard
+from reprolab.evidence.judging.claims import VERDICT_TEXT
+from reprolab.evidence.running import scoreboard
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -236,7 +236,7 @@ def _figures(out):
 
 
 def test_markdown_view_keeps_its_text(tmp_path):
-    from reprolab.core.claims import EVIDENCE_RULES
+    from reprolab.evidence.judging.claims import EVIDENCE_RULES
     from reprolab.stages import report
 
     text = report.to_markdown(
@@ -416,7 +416,7 @@ def test_changes_under_quantization_compare_each_precision_with_the_claim_alone(
 
 
 def test_the_family_rule_keeps_each_claims_verdict_alone():
-    from reprolab.core.claims import adjust_family
+    from reprolab.evidence.judging.claims import adjust_family
 
     def result(cid, verdict, central=False):
         return {"id": cid, "headline": True, "central": central, "verdict": verdict}

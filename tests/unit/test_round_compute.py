@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from reprolab.results.paper import _round_minutes
+from reprolab.evidence.running.paper import _round_minutes
 from reprolab.stages.train import ATTEMPTS, _begin_attempt, _end_attempt
 
 
@@ -139,7 +139,7 @@ def test_the_next_rounds_estimate_counts_each_new_unit_once(tmp_path):
     count half their wall. By hand: a 100 s, b 60 s, c 40 s of wall on a 2-process pool
     -> 50 + 30 + 20 = 100 machine seconds a seed; two new seeds -> 200 s."""
     from reprolab.contract import Unit
-    from reprolab.results import rounds
+    from reprolab.evidence.running import rounds
 
     units = [Unit("t", v, s) for v in ("a", "b", "c") for s in (0, 1)]
     wall = {"a": 100.0, "b": 60.0, "c": 40.0}

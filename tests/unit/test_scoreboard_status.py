@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reprolab import ledger, registry
-from reprolab.results import scoreboard
+from reprolab import registry
+from reprolab.evidence import ledger
+from reprolab.evidence.running import scoreboard
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUG = "ttba"

@@ -1,4 +1,4 @@
-"""The sequential rule (core.sequential): boundaries against an independent reference,
+"""The sequential rule (judging.sequential): boundaries against an independent reference,
 and simulated paper runs: the error at the bound and the power at a claim's effect."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reprolab.core.sequential import (
+from reprolab.evidence.judging.sequential import (
     Plan,
     asymptotic_cs_halfwidth,
     boundaries,
@@ -131,7 +131,7 @@ def _sign_rule(diffs: np.ndarray, plan: Plan, seeds: int) -> str:
     """PairedMajority's decision at a look, vectorised over tasks: per-task repeated
     t-intervals, 'better' / 'worse' counts, a sign test at half the look's alpha per
     direction agreeing with the pooled mean."""
-    from reprolab.core.stats import sign_test
+    from reprolab.evidence.judging.stats import sign_test
 
     look = plan.look(seeds)
     x = diffs[:, :seeds]
@@ -161,7 +161,7 @@ def test_sequential_sign_test_over_tasks_keeps_its_error():
     the look's level. Under no effect on any of 8 tasks, over the plan's looks, at most
     alpha of 2,000 simulated runs end decisive. (The simulation re-states the check's
     rule in numpy; it is checked against PairedMajority itself on runs with effects.)"""
-    from reprolab.core.claims import Level, PairedMajority
+    from reprolab.evidence.judging.claims import Level, PairedMajority
 
     plan = Plan(5, 5, 20)
     rng = np.random.default_rng(3)

@@ -97,7 +97,7 @@ def test_vectorised_intervals_match_the_engine():
     give the engine's intervals on a sample."""
     import numpy as np
 
-    from reprolab.core.stats import rule_interval
+    from reprolab.evidence.judging.stats import rule_interval
 
     rng = np.random.default_rng(3)
     for n in (3, 5, 6, 10, 15, 20):

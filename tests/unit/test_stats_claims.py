@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reprolab.core.claims import Claim, PairedMajority
-from reprolab.core.stats import classify, t_interval
+from reprolab.evidence.judging.claims import Claim, PairedMajority
+from reprolab.evidence.judging.stats import classify, t_interval
 
 
 def mk(id, statement, paper, setting, metric, check, effect=0.0, **kw) -> Claim:
@@ -115,7 +115,7 @@ def test_lower_is_better_flips_the_sign():
 
 @pytest.mark.parametrize("wins,losses", [(0, 0), (3, 0), (5, 0), (7, 2), (2, 7), (10, 10)])
 def test_sign_test_matches_scipy_binomtest(wins, losses):
-    from reprolab.core.stats import sign_test
+    from reprolab.evidence.judging.stats import sign_test
 
     expected = 1.0 if wins + losses == 0 else stats.binomtest(wins, wins + losses).pvalue
     if wins + losses:
@@ -127,7 +127,7 @@ def test_sign_test_matches_scipy_binomtest(wins, losses):
 
 
 def _threshold_claim(bound=0.5, effect=None) -> Claim:
-    from reprolab.core.claims import Threshold
+    from reprolab.evidence.judging.claims import Threshold
 
     return mk("c", "m > bound", "0.9", "paper", "acc", Threshold("m", bound), effect or 0.0)
 
@@ -152,7 +152,7 @@ def test_identical_replicates_are_flagged_not_decisive():
 
 
 def _rules(verdict: str, measured: dict):
-    from reprolab.core.claims import Verdict, apply_evidence_rules
+    from reprolab.evidence.judging.claims import Verdict, apply_evidence_rules
 
     out = apply_evidence_rules(Verdict(verdict, {"summary": "", **measured}))
     return out.verdict, out.measured
@@ -199,7 +199,7 @@ def test_missing_variant_is_reported_not_crashed():
 
 
 def test_threshold_against_closed_form_interval():
-    from reprolab.core.claims import Threshold
+    from reprolab.evidence.judging.claims import Threshold
 
     t = table({"t1": 0.1, "t2": 0.1}, noise=0.0)
     v = Threshold("m", bound=0.5).evaluate(t[t.precision == "fp32"], "acc")
@@ -210,7 +210,7 @@ def test_threshold_against_closed_form_interval():
 
 
 def test_paired_difference_averages_tasks_within_a_seed():
-    from reprolab.core.claims import PairedDifference
+    from reprolab.evidence.judging.claims import PairedDifference
 
     t = table({"t1": 0.05, "t2": 0.03})
     v = PairedDifference("m", "b").evaluate(t, "acc")
@@ -233,7 +233,7 @@ def _long(rows, params=()) -> pd.DataFrame:
 
 
 def test_paired_fills_a_seed_free_baseline_on_every_seed():
-    from reprolab.core.claims import PairedDifference, paired
+    from reprolab.evidence.judging.claims import PairedDifference, paired
 
     # method m seeded (seeds 0, 1, 2); baseline b seed-free (one exact value, 1.0)
     rows = [("t", "m", s, 5.0, "fp32", "eps", v) for s, v in ((0, 0.9), (1, 0.85), (2, 0.8))]
@@ -253,7 +253,7 @@ def test_paired_fills_a_seed_free_baseline_on_every_seed():
 
 
 def test_paired_is_wide_without_mixed_keys():
-    from reprolab.core.claims import paired, wide
+    from reprolab.evidence.judging.claims import paired, wide
 
     rows = [("t", v, s, "fp32", "acc", 0.1 * s) for v in ("m", "b") for s in (0, 1)]
     table = _long(rows)
@@ -263,7 +263,7 @@ def test_paired_is_wide_without_mixed_keys():
 
 
 def test_where_restricts_to_parameter_values():
-    from reprolab.core.claims import Threshold, Where
+    from reprolab.evidence.judging.claims import Threshold, Where
 
     rows = [
         ("a", "m", 0, "quad", "fp32", "x", 1.0),
@@ -286,7 +286,7 @@ def test_where_restricts_to_parameter_values():
 
 
 def test_trend_spearman_within_settings():
-    from reprolab.core.claims import Trend
+    from reprolab.evidence.judging.claims import Trend
 
     # two settings (c = 1, 2) x two seeds; within each, the metric over beta = 0, 1, 2
     curves = {(1.0, 0): (0.1, 0.2, 0.3), (1.0, 1): (0.1, 0.3, 0.2), (2.0, 0): (0.0, 0.1, 0.5)}
@@ -310,7 +310,7 @@ def test_trend_spearman_within_settings():
 
 
 def test_trend_saturated_rank_correlations_decide_by_sign():
-    from reprolab.core.claims import Trend
+    from reprolab.evidence.judging.claims import Trend
 
     # six seeds, each a perfectly monotone curve: every rho is exactly 1 (zero width)
     rows = [
@@ -329,7 +329,7 @@ def test_trend_saturated_rank_correlations_decide_by_sign():
 
 
 def test_a_deterministic_threshold_compares_one_value():
-    from reprolab.core.claims import Threshold
+    from reprolab.evidence.judging.claims import Threshold
 
     rows = [("t", "m", seed, "fp32", "bytes_ratio", 3.1) for seed in range(4)]
     claim = mk("mem", "smaller", "2.8x", "-", "bytes_ratio", Threshold("m", 2.8))
@@ -350,7 +350,7 @@ def test_a_deterministic_threshold_compares_one_value():
 
 
 def test_trend_one_seed_free_group_is_exact():
-    from reprolab.core.claims import Trend
+    from reprolab.evidence.judging.claims import Trend
 
     rows = [(f"k{k}", "m", None, k, "fp32", "gap", 1.0 / k) for k in (1, 2, 4)]
     v = Trend("m", "k", increasing=False).evaluate(_long(rows, ["k"]), "gap")
@@ -359,7 +359,7 @@ def test_trend_one_seed_free_group_is_exact():
 
 
 def test_a_deterministic_paired_difference_compares_one_value():
-    from reprolab.core.claims import PairedDifference
+    from reprolab.evidence.judging.claims import PairedDifference
 
     rows = [
         (t, v, seed, "fp32", "saved_mb", value)
@@ -398,7 +398,7 @@ def test_exhaustive_counts_need_three_units_but_no_interval():
     ],
 )
 def test_rules_out_effect_by_hand(lo, hi, bound, effect, expected):
-    from reprolab.core.claims import equivalence_text, rules_out_effect
+    from reprolab.evidence.judging.claims import equivalence_text, rules_out_effect
 
     measured = {"ci_low": lo, "ci_high": hi, "bound": bound}
     assert rules_out_effect(measured, effect) is expected
@@ -421,7 +421,7 @@ def test_rules_out_effect_by_hand(lo, hi, bound, effect, expected):
     ],
 )
 def test_undecided_reading_by_hand(lo, hi, bound, claimed, effect, expected):
-    from reprolab.core.claims import undecided_reading
+    from reprolab.evidence.judging.claims import undecided_reading
 
     measured = {"ci_low": lo, "ci_high": hi, "bound": bound, "claimed": claimed}
     text = undecided_reading(measured, effect)
@@ -438,7 +438,7 @@ def test_undecided_reading_by_hand(lo, hi, bound, claimed, effect, expected):
 def test_a_metric_never_measured_is_not_tested_and_out_of_reach_stays_so():
     """A profile that leaves a benchmark out (cot_order's HumanEval at n_humaneval 0)
     records NaN for its metrics: its claims say so instead of crashing the stage."""
-    from reprolab.core.claims import OutOfReach, PairedDifference
+    from reprolab.evidence.judging.claims import OutOfReach, PairedDifference
 
     rows = [
         {"task": "t", "variant": v, "seed": s, "precision": "fp32", "metric": m, "value": x}
@@ -461,7 +461,7 @@ def test_a_metric_never_measured_is_not_tested_and_out_of_reach_stays_so():
 def test_ratio_of_means_is_the_delta_method_of_the_covariance_matrix():
     """R = mean(x) / mean(y) and its standard error equal the general delta method,
     sqrt(g' S g / n) with g = (1 / my, -mx / my^2) and S the sample covariance of (x, y)."""
-    from reprolab.core.stats import ratio_of_means
+    from reprolab.evidence.judging.stats import ratio_of_means
 
     rng = np.random.default_rng(3)
     x = rng.normal(0.3, 0.05, 12)

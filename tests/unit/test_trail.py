@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from reprolab import ledger, registry
-from reprolab.results import trail
+from reprolab import registry
+from reprolab.evidence import ledger
+from reprolab.evidence.running import trail
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIM = "c"

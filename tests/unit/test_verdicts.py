@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reprolab.core.claims import (
+from reprolab.evidence.judging.claims import (
     VERDICTS,
     Claim,
     Level,
@@ -22,7 +22,7 @@ from reprolab.core.claims import (
     adjust_family,
     read_size,
 )
-from reprolab.core.stats import median_interval, unit_means
+from reprolab.evidence.judging.stats import median_interval, unit_means
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -200,7 +200,7 @@ def test_an_undecided_central_claim_closes_the_family():
 
 
 def test_heterogeneity_from_summaries_is_welchs_test_on_the_values():
-    from reprolab.results.scoreboard import _heterogeneity, _pool
+    from reprolab.evidence.running.scoreboard import _heterogeneity, _pool
 
     a, b = np.array([0.05, 0.04, 0.06, 0.03, 0.05]), np.array([0.0, -0.02, 0.01, -0.01, 0.02])
 
@@ -249,7 +249,7 @@ def test_no_committed_interval_counts_more_replicates_than_independent_units():
 def test_committed_claims_are_what_the_current_analysis_gives():
     """``python -m reprolab reread --check``: every claims.json is the re-read of its
     committed metrics (a change of analysis without a re-read fails here)."""
-    from reprolab.results import reread
+    from reprolab.evidence.running import reread
 
     stale = []
     for slug in sorted(p.name for p in RESULTS.iterdir() if (p / "claims.json").is_file()):
@@ -288,7 +288,7 @@ def _premise_table(selectivity: list[float]) -> pd.DataFrame:
 
 
 def _gated() -> Claim:
-    from reprolab.core.claims import Premise
+    from reprolab.evidence.judging.claims import Premise
 
     return Claim(
         id="gated",
@@ -323,7 +323,7 @@ def test_a_sign_test_verdict_reads_with_its_counts_not_only_the_mean_interval():
     a first look's tiny nominal level can cross the bound under a decisive verdict, so
     the one-line reading (scoreboard, README blocks) leads with what the test counted.
     The p-value against scipy's exact binomial test."""
-    from reprolab.core.claims import PairedMajority, measured_text
+    from reprolab.evidence.judging.claims import PairedMajority, measured_text
 
     # 16 tasks, each clearly better on 5 seeds but of very different sizes: the sign
     # test decides at a first look's nominal level while the interval of the mean is wide

@@ -4,11 +4,13 @@ cannot change what they compute (comments, blank lines, documentation).
 Two sets per method, so that a stage reruns exactly when code it runs changes:
 
 - **build** (prepare, train, quantize): the method's folder except its judging modules
-  (``claims.py``, ``plots.py``), the shared core except the judging and evaluation-only
-  modules (:data:`JUDGE_CORE`, :data:`EVALUATE_CORE`), the contract and the stage
-  helpers. Editing a claim or a plot, or the core's claims engine, retrains nothing.
-- **evaluate**: everything the method's folder and the core hold: evaluation runs the
-  trained objects (build code), the claims, the plots and the sandbox.
+  (``claims.py``, ``plots.py``), the shared code except what judges (:data:`JUDGE_SHARED`)
+  and what only evaluation runs (:data:`EVALUATE_SHARED`), the contract and the stage
+  helpers. Editing a claim or a plot, or the claims engine (``evidence/judging``),
+  retrains nothing.
+- **evaluate**: everything the method's folder, the core and the judging half of the
+  evidence engine hold: evaluation runs the trained objects (build code), the claims,
+  the plots and the sandbox.
 
 A build module must not import a judging module (``tests/unit/test_code_fingerprint.py``
 checks every method): training code that read a claim would otherwise escape its
@@ -24,13 +26,25 @@ import tokenize
 from pathlib import Path
 
 #: what every per-method stage runs besides its stage module and the method's folder
-SHARED_CODE = ("src/reprolab/core", "src/reprolab/stages/_common.py", "src/reprolab/contract.py")
+SHARED_CODE = (
+    "src/reprolab/core",
+    "src/reprolab/evidence/judging",
+    "src/reprolab/stages/_common.py",
+    "src/reprolab/contract.py",
+)
 #: the method's modules that judge results (claims as data and their checks, figures)
 JUDGE_METHOD = ("claims.py", "plots.py")
-#: the core's modules that judge results: the claims engine, its statistics, figures
-JUDGE_CORE = ("claims.py", "plots.py", "sequential.py", "stats.py")
-#: core modules only evaluation runs (the sandbox that scores model-written programs)
-EVALUATE_CORE = ("sandbox.py",)
+#: the shared modules that judge results: the claims engine, its statistics and plan
+#: (the judging half of the evidence engine; its ``entries``, the verdicts' vocabulary,
+#: is build code: tracking reads it) and the core's figures
+JUDGE_SHARED = (
+    "src/reprolab/evidence/judging/claims.py",
+    "src/reprolab/evidence/judging/sequential.py",
+    "src/reprolab/evidence/judging/stats.py",
+    "src/reprolab/core/plots.py",
+)
+#: shared modules only evaluation runs (the sandbox that scores model-written programs)
+EVALUATE_SHARED = ("src/reprolab/core/sandbox.py",)
 IGNORED = ("__pycache__",)
 #: documentation in the fingerprinted folders: no stage reads it
 DOCS = (".md",)
@@ -106,9 +120,7 @@ def in_set(rel: str, slug: str, which: str) -> bool:
     name = rel.rsplit("/", 1)[-1]
     if rel.startswith(f"src/reprolab/methods/{slug}/"):
         return rel.count("/") > 4 or name not in JUDGE_METHOD
-    if rel.startswith("src/reprolab/core/"):
-        return name not in (*JUDGE_CORE, *EVALUATE_CORE)
-    return True
+    return rel not in (*JUDGE_SHARED, *EVALUATE_SHARED)
 
 
 def method_files(root: Path, slug: str, which: str = "evaluate") -> list[Path]:

@@ -176,7 +176,7 @@ def mean_ci(values) -> tuple[float, float]:
     figure's error bars show it; 0 for a single value (drawn without a bar)."""
     import numpy as np
 
-    from reprolab.core.stats import t_interval
+    from reprolab.evidence.judging.stats import t_interval
 
     iv = t_interval(np.asarray(values, dtype=float))
     return iv.mean, (iv.high - iv.mean if np.isfinite(iv.high) else 0.0)

@@ -54,7 +54,7 @@ COMPUTE_METRIC = "compute_seconds"
 
 
 #: the tags a paper run hands its stages (JSON: ``paper_run`` exploratory / confirmatory
-#: / held-out block / replay, ``registration``, ``paper_commit``; ``reprolab.results.paper``)
+#: / held-out block / replay, ``registration``, ``paper_commit``; ``reprolab.evidence.running.paper``)
 RUN_TAGS_ENV = "REPROLAB_RUN_TAGS"
 
 
@@ -548,7 +548,7 @@ def verdict_side(verdict: str) -> float:
     (inconclusive, no_effect, out_of_reach; the tag ``verdict.<claim>.<precision>``
     tells them apart). A number, so the runs table can sort and chart by it; the word is
     the tag and, for the headline, the param ``verdict.<claim>``."""
-    from reprolab.core.entries import SUPPORTED, VERDICTS
+    from reprolab.evidence.judging.entries import SUPPORTED, VERDICTS
 
     if verdict not in VERDICTS:
         raise ValueError(f"unknown verdict {verdict!r}")

@@ -112,7 +112,6 @@ def _finite(value) -> bool:
 def describe(folder: Folder, root: Path) -> dict:
     """What the run of ``folder`` holds: name, tags, params, metrics, start time, artifacts."""
     from reprolab.contract import seed_ranges
-    from reprolab.core import entries
     from reprolab.core.tracking import (
         claim_metrics,
         flatten,
@@ -120,6 +119,7 @@ def describe(folder: Folder, root: Path) -> dict:
         run_name,
         verdict_params,
     )
+    from reprolab.evidence.judging import entries
 
     claims_path = folder.path / "claims.json"
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reprolab.core.claims import VERDICTS
+from reprolab.evidence.judging.claims import VERDICTS
 
 EXPERIMENT = "reverify"
 KEY = ["method", "claim", "precision"]

@@ -26,11 +26,12 @@ from pathlib import Path
 import pandas as pd
 
 from reprolab.contract import Unit, is_runtime_metric
-from reprolab.core import entries, io
-from reprolab.core.claims import BASE_COLUMNS, VERDICTS, param_columns
+from reprolab.core import io
 from reprolab.core.progress import Progress
 from reprolab.core.threads import set_threads
 from reprolab.core.tracking import EVIDENCE_TAG, claim_metrics, log, verdict_params
+from reprolab.evidence.judging import entries
+from reprolab.evidence.judging.claims import BASE_COLUMNS, VERDICTS, param_columns
 from reprolab.stages._common import (
     PreparedData,
     Trained,
@@ -77,7 +78,7 @@ def run(slug: str, root: Path) -> dict:
         claims = [r for r in results if not is_runtime_metric(r["metric"])]
         timed_claims = [r for r in results if is_runtime_metric(r["metric"])]
         summary = _summary(ctx, table, efficiency, claims)
-        # what the readers of claims.json take (core.entries): checked before anything is written
+        # what the readers of claims.json take (judging.entries): checked before anything is written
         entries.parse(claims, f"evaluate@{slug}: claims.json")
         entries.parse(timed_claims, f"evaluate@{slug}: runtime claims.json")
 
@@ -145,7 +146,7 @@ def judge(ctx, table: pd.DataFrame, everything: pd.DataFrame, precisions: list[s
     look's and those the sequential rounds added for it: a claim decided earlier keeps
     the seeds it was decided on), at the look of the method's sequential plan."""
     evidence = ctx.cfg.evidence
-    from reprolab.core.sequential import plan_for
+    from reprolab.evidence.judging.sequential import plan_for
 
     plan = plan_for(evidence, ctx.project.seeds)
     results, inputs = [], {}
@@ -165,12 +166,12 @@ def judge(ctx, table: pd.DataFrame, everything: pd.DataFrame, precisions: list[s
 
 
 def judge_family(results: list[dict], inputs: dict, profile: str, plan) -> list[dict]:
-    """The method's claims as one family (``core.claims.FAMILY_RULE``): each claim's
+    """The method's claims as one family (``judging.claims.FAMILY_RULE``): each claim's
     result again at the level the family gives it. ``inputs``: claim id -> (claim, the
     rows it reads)."""
     import dataclasses
 
-    from reprolab.core.claims import adjust_family
+    from reprolab.evidence.judging.claims import adjust_family
 
     def again(result: dict, alpha: float) -> dict:
         claim, rows = inputs[result["id"]]

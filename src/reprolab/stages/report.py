@@ -24,7 +24,6 @@ from markupsafe import Markup
 
 from reprolab import config, registry
 from reprolab.contract import is_runtime_metric, seed_ranges
-from reprolab.core import claims as core_claims
 from reprolab.core import io
 from reprolab.core.tracking import (
     SMOKE,
@@ -34,6 +33,7 @@ from reprolab.core.tracking import (
     run_url,
     runs_view_url,
 )
+from reprolab.evidence.judging import claims as core_claims
 from reprolab.paths import MethodPaths, reports_dir
 from reprolab.stages.runtime import machine_seconds
 
@@ -263,7 +263,7 @@ def _amendments(root: Path, slug: str) -> dict[str, tuple[str, str]]:
     A report shows the results of the definitions in force (a definition or config edit
     reruns evaluate), so every amendment it lists came before its results; whether the
     committed results predate an amendment is the scoreboard's "changed after results"."""
-    from reprolab import ledger
+    from reprolab.evidence import ledger
 
     out = {}
     for claim, entries in ledger.amendments(root, slug).items():
@@ -540,7 +540,7 @@ def _environment() -> jinja2.Environment:
 
 
 def _render(template: str, **context) -> str:
-    from reprolab.core.claims import EVIDENCE_RULES
+    from reprolab.evidence.judging.claims import EVIDENCE_RULES
 
     return (
         _environment()

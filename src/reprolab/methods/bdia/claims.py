@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reprolab.core.claims import FIXED, Claim, Level, PairedDifference, Verdict
+from reprolab.evidence.judging.claims import FIXED, Claim, Level, PairedDifference, Verdict
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """bit_dgdm's claims as data.
 
 Rules, fixed before any run (intervals over seeds read at the look of the sequential
-plan, ``core.claims.Level``: alpha 0.05 two-sided overall):
+plan, ``judging.claims.Level``: alpha 0.05 two-sided overall):
 - ``closer_validity`` (the central claim) / ``closer_uniqueness`` (QM9) and
   ``closer_mmd`` (community): per (task, seed),
   ``|metric(bitdgdm_w4a4) - metric(fp32)| - |metric(rtn_w4a4) - metric(fp32)|``
@@ -22,7 +22,7 @@ The speed claim (2.5x with custom GPU sparse-dense kernels) is not testable here
 fake quantization computes in fp32 on this CPU (see README).
 """
 
-from reprolab.core.claims import Claim, PrecisionGap, Threshold
+from reprolab.evidence.judging.claims import Claim, PrecisionGap, Threshold
 
 _QM9 = "DiGress on QM9 (heavy atoms), W4A4, reference said to be BF16 (secondary source)"
 _MARGIN_BASIS = (

@@ -2,7 +2,7 @@
 
 Every claim is tested on one task family ("quad": the paper's scalar model; "strat":
 strategic classification), pooling its sweep settings (beta, c, sigma) and seeds.
-Intervals and tests are read at the look of the sequential plan (``core.claims.Level``),
+Intervals and tests are read at the look of the sequential plan (``judging.claims.Level``),
 alpha 0.05 two-sided overall. ``pcsgd_bias_floor`` (quad) is the central claim.
 
 - bias floor: per setting, PCSGD's plateau (mean squared error over the last 20% of the
@@ -26,7 +26,7 @@ out of task names).
 
 from __future__ import annotations
 
-from reprolab.core.claims import Claim, PairedMajority, Threshold, Trend, Where
+from reprolab.evidence.judging.claims import Claim, PairedMajority, Threshold, Trend, Where
 
 SLOPE_BOUND = -0.5
 

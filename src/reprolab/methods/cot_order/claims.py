@@ -12,7 +12,7 @@ The code-first vs reasoning-first claims are read as the paper states them, rela
 ~10% base is a 60% gain): :class:`RelativeGain`, pass@1(method) / pass@1(baseline) - 1,
 a ratio of the means over the seeds (paired by seed) with a delta-method interval;
 ``effect`` 0.0986 is the abstract's "9.86% relative performance improvement". Intervals
-are read at the look of the sequential plan (``core.claims.Level``), alpha 0.05
+are read at the look of the sequential plan (``judging.claims.Level``), alpha 0.05
 two-sided overall. ``code_first_gt_cot_first`` is the central claim. The HumanEval
 claims are out of reach here (pass@1 is 0 for every arm at 135M); they stay listed
 with what would test them.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reprolab.core.claims import (
+from reprolab.evidence.judging.claims import (
     NOT_IN_TEXT,
     Claim,
     IntervalCheck,
@@ -34,7 +34,7 @@ from reprolab.core.claims import (
     is_seed_free,
     paired,
 )
-from reprolab.core.stats import ratio_of_means
+from reprolab.evidence.judging.stats import ratio_of_means
 
 
 @dataclass(frozen=True)

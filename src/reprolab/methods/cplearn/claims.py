@@ -6,7 +6,7 @@ f = 2048, c = 16384, i.e. c / f = 8 (PAPER_RATIO); the collapse claims are teste
 (core ``Where(check, ratio=8)``), and the sweep over c / f gives the trends.
 
 Rules, fixed before any run (core checks; intervals over every (task, seed) and tests
-read at the look of the sequential plan, ``core.claims.Level``: alpha 0.05 two-sided
+read at the look of the sequential plan, ``judging.claims.Level``: alpha 0.05 two-sided
 overall); ``no_dimensional_collapse`` is the central claim:
 - ``no_dimensional_collapse``: effective rank (Roy & Vetterli) of the covariance of the
   test embeddings divided by their dimension f (metric ``erank_frac``; e for CPLearn, the
@@ -43,7 +43,7 @@ overall); ``no_dimensional_collapse`` is the central claim:
 
 from __future__ import annotations
 
-from reprolab.core.claims import (
+from reprolab.evidence.judging.claims import (
     NOT_IN_TEXT,
     Claim,
     PairedDifference,

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reprolab.core import claims
-from reprolab.core.claims import Claim, IntervalCheck, PairedDifference, Sample, wide
+from reprolab.evidence.judging import claims
+from reprolab.evidence.judging.claims import Claim, IntervalCheck, PairedDifference, Sample, wide
 
 BASELINES = ("unconstrained_direct", "constrained_direct", "unconstrained_cot")
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from reprolab.contract import Figure
 from reprolab.core.plots import facets, plt, save_figure
-from reprolab.core.stats import t_interval
+from reprolab.evidence.judging.stats import t_interval
 
 ORDER = ("unconstrained_direct", "constrained_direct", "unconstrained_cot", "crane")
 

@@ -14,8 +14,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reprolab.core import claims
-from reprolab.core.claims import Claim, IntervalCheck, PairedDifference, Sample, Where, wide
+from reprolab.evidence.judging import claims
+from reprolab.evidence.judging.claims import (
+    Claim,
+    IntervalCheck,
+    PairedDifference,
+    Sample,
+    Where,
+    wide,
+)
 
 _NAN = float("nan")
 #: the synthetic instance families (seeded); the tiny family is the exhaustive search

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reprolab.core.claims import (
+from reprolab.evidence.judging.claims import (
     FIXED,
     Claim,
     IntervalCheck,

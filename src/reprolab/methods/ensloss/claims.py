@@ -7,7 +7,7 @@ The same four comparisons are checked in the MLP setting (ids ``vs_*``) and in t
 paper's regime, an over-parameterised CNN fitted to noisy labels (ids ``cnn_vs_*``);
 ``cnn_vs_bce`` is the central claim. Per pair the interval over seeds and the sign test
 over pairs (core ``PairedMajority``) are read at the look of the sequential plan
-(``core.claims.Level``), alpha 0.05 two-sided overall.
+(``judging.claims.Level``), alpha 0.05 two-sided overall.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from reprolab.core.claims import FIXED, Claim, Level, PairedMajority, Verdict
+from reprolab.evidence.judging.claims import FIXED, Claim, Level, PairedMajority, Verdict
 
 _SETTING = "CIFAR-10, 45 class pairs, ResNet34; counts of pairs better / tie / worse"
 _SEVERAL = _SETTING.replace("ResNet34; counts", "several CNNs; reported as counts")

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reprolab.core.claims import FIXED, Claim, Level, Verdict, paired
-from reprolab.core.stats import Interval
+from reprolab.evidence.judging.claims import FIXED, Claim, Level, Verdict, paired
+from reprolab.evidence.judging.stats import Interval
 from reprolab.methods.ff_graphs.graphs import FIDELITY_TOL, is_metric_task
 
 

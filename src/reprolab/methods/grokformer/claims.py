@@ -1,5 +1,5 @@
 """grokformer's claims as data (core checks only). Rules fixed before any run; intervals
-and tests are read at the look of the sequential plan (``core.claims.Level``), alpha
+and tests are read at the look of the sequential plan (``judging.claims.Level``), alpha
 0.05 two-sided overall. ``hetero_vs_best_baseline`` is the central claim.
 
 Filter fitting (units: response x filter variant x seed; metric ``sse``, the sum of
@@ -38,7 +38,7 @@ run; the former 0.1, 0.2, 0.3 at degree 8 (0.98, 0.32, 0.02) all sat below it.
 
 from __future__ import annotations
 
-from reprolab.core.claims import Claim, PairedDifference, PairedMajority, Premise, Where
+from reprolab.evidence.judging.claims import Claim, PairedDifference, PairedMajority, Premise, Where
 from reprolab.methods.grokformer.graphs import SIGNAL_THRESHOLD
 
 #: heterophilic homophilies: above the Kesten-Stigum bound at degree 20 with 3 classes

@@ -3,7 +3,7 @@
 Rules, fixed before the pipeline runs (the learning rates and the agents bound were set
 from exploratory runs on seed 0's validation sets, see README). Every check reads one
 task family (``Where(..., family=...)``), pools seeds, and reads its interval at the look
-of the sequential plan (``core.claims.Level``, alpha 0.05 two-sided overall);
+of the sequential plan (``judging.claims.Level``, alpha 0.05 two-sided overall);
 ``lsa_agents_ood`` is the central claim:
 
 - ``excess`` = test MSE against the clean targets / noise variance: the test MSE against
@@ -18,7 +18,7 @@ of the sequential plan (``core.claims.Level``, alpha 0.05 two-sided overall);
 
 from __future__ import annotations
 
-from reprolab.core.claims import Claim, PairedDifference, Threshold, Where
+from reprolab.evidence.judging.claims import Claim, PairedDifference, Threshold, Where
 
 FLOOR_MARGIN = 0.1
 AGENTS_NMSE = 0.01

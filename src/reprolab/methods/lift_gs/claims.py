@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reprolab.core.claims import (
+from reprolab.evidence.judging.claims import (
     Claim,
     IntervalCheck,
     PairedDifference,
@@ -24,7 +24,7 @@ from reprolab.core.claims import (
     is_seed_free,
     paired,
 )
-from reprolab.core.stats import ratio_of_means
+from reprolab.evidence.judging.stats import ratio_of_means
 
 _SETTING = (
     "ScanNet 3D open-vocabulary instance segmentation, mAP; render supervision from SAM/CLIP "

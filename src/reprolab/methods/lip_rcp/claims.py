@@ -1,7 +1,7 @@
 """lip_rcp's claims as data, and the per-task check of its central set-size claim.
 
 Rules, fixed before any run (intervals over seeds read at the look of the sequential
-plan, ``core.claims.Level``: alpha 0.05 two-sided overall; a seed's tasks are averaged
+plan, ``judging.claims.Level``: alpha 0.05 two-sided overall; a seed's tasks are averaged
 into one replicate where a claim pools them):
 - ``robust_coverage``: lip_rcp's coverage under PGD-L2 at the claim budget eps minus
   (1 - alpha) (metric ``coverage_gap``); reproduced when the interval lies above 0, not
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reprolab.core.claims import (
+from reprolab.evidence.judging.claims import (
     FIXED,
     Claim,
     Level,

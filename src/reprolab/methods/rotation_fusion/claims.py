@@ -5,14 +5,14 @@ DeBERTa, T5) on Emotion / NER / GLUE and ViTs on CIFAR; rotation matching (+ per
 of the FFN) beats permutation matching (OTFusion-style) and plain averaging as the
 merging method changes (average, Fisher, RegMean). Here every pair of tiny ViTs is one
 (regime, seed, pair) row; differences are paired per row and pooled per regime, and
-their intervals are read at the look of the sequential plan (``core.claims.Level``),
+their intervals are read at the look of the sequential plan (``judging.claims.Level``),
 alpha 0.05 two-sided overall: over the pairs in the ``seeds`` regime (each pair its own
 two trainings, :data:`PAIR_REASON`), over seed means in ``finetune``. Every fusion claim
 has the self-fusion gate as its premise (:data:`SELF_FUSION`).
 ``rotation_gt_perm_seeds`` is the central claim.
 """
 
-from reprolab.core.claims import Claim, PairedDifference, Premise, Threshold, Where
+from reprolab.evidence.judging.claims import Claim, PairedDifference, Premise, Threshold, Where
 
 _SETTING = (
     "ViT / RoBERTa / DeBERTa / T5 fusion (Emotion, NER, GLUE), simple averaging with and "

@@ -13,7 +13,7 @@ non-dominant components are tied to jailbreak styles (hypothetical narrative,
 role-play), and removing the tokens most relevant to the safety direction (PLRP
 relevance of component 0 at layer 15) lets rewritten prompts bypass refusal. Here each
 seed is one LoRA fine-tuning of the small model; every check pools seeds, its interval
-read at the look of the sequential plan (``core.claims.Level``, alpha 0.05 two-sided
+read at the look of the sequential plan (``judging.claims.Level``, alpha 0.05 two-sided
 overall). ``multi_dim_shift`` is the central claim.
 
 Each check has a null or a control, so that a small model's incidental structure is not
@@ -24,7 +24,7 @@ with its shuffled-label null distribution (the excess over the null's 95% quanti
 which varies over seeds where a floored permutation p-value does not).
 """
 
-from reprolab.core.claims import Claim, PairedDifference, Premise, Threshold
+from reprolab.evidence.judging.claims import Claim, PairedDifference, Premise, Threshold
 
 _SETTING = (
     "Llama-3.1-8B-Instruct after safety SFT / DPO on jailbreak prompts (StrongREJECT "

@@ -13,12 +13,12 @@ here, each restricted by core ``Where`` to its units (unit parameter ``setting``
 
 Rule (both settings, fixed before any run): the interval of the mean paired difference
 (method - baseline) of ``recall_ood``, read at the look of the sequential plan
-(``core.claims.Level``, alpha 0.05 two-sided overall); reproduced above 0, not
+(``judging.claims.Level``, alpha 0.05 two-sided overall); reproduced above 0, not
 reproduced below 0, else inconclusive. The central claim is ``beats_tvn`` (simulator
 setting): Semi-Clipped + PEA against the undistilled TVN-corrected features.
 """
 
-from reprolab.core.claims import Claim, PairedDifference, Where
+from reprolab.evidence.judging.claims import Claim, PairedDifference, Where
 
 _SETTINGS = {
     "sim": "Replogle/L1000 transcriptomics with Phenom image embeddings; unseen "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reprolab.core.claims import FIXED, Claim, Level, PairedDifference, Verdict
+from reprolab.evidence.judging.claims import FIXED, Claim, Level, PairedDifference, Verdict
 
 TWO_THIRDS = 2.0 / 3.0
 RATIO_TOLERANCE = 0.1

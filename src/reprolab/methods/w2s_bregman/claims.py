@@ -2,7 +2,7 @@
 
 Units are (random task, variant, seed); every check pools all tasks of a seed, metric
 ``gain_minus_misfit`` (nats) unless stated; intervals are read at the look of the
-sequential plan (``core.claims.Level``), alpha 0.05 two-sided overall.
+sequential plan (``judging.claims.Level``), alpha 0.05 two-sided overall.
 
 Every bound is the paper's own comparison, the inequality itself (amendment of
 2026-12-07, issue 46; before it the k-claims tested gain - misfit > -eps_k with
@@ -38,7 +38,7 @@ Rules:
 
 from __future__ import annotations
 
-from reprolab.core.claims import Claim, PairedDifference, Threshold
+from reprolab.evidence.judging.claims import Claim, PairedDifference, Threshold
 from reprolab.methods.w2s_bregman.config import HEADS
 
 #: the paper's own comparison: gain - misfit against 0 (the card's inequality)

@@ -104,7 +104,7 @@ def _headline(claims: Any, claim_id: str) -> dict | None:
     """The headline result of ``claim_id`` in a claims.json: the entry marked so; in a
     file written before the field existed, the fp32 one, or the claim's only result
     (a claim then run at one scheme only)."""
-    from reprolab.core.claims import is_headline
+    from reprolab.evidence.judging.claims import is_headline
 
     if not isinstance(claims, list):
         return None
@@ -188,7 +188,7 @@ def _changes(
     config change and the claim's amendment it caused, same date and commit, are one):
     ``{date, fields, reason, amended}``, oldest first. A registration of the claim
     (new, or under this id again) is listed too, as the field "registered"."""
-    from reprolab.ledger import _diff
+    from reprolab.evidence.ledger import _diff
 
     since = _utc(since) if since else None
     until = _utc(until) if until else None
@@ -244,7 +244,7 @@ def changes_between(
     """What the ledger records for ``claim_id`` or its method's config after
     ``since_date`` up to and including ``until_date`` (None: open), oldest first, as
     short lines: ``"2026-12-05: effect, config (method.epochs) (reason: ...)"``."""
-    from reprolab import ledger
+    from reprolab.evidence import ledger
 
     return [
         _describe(c) for c in _changes(ledger.read(root, slug), claim_id, since_date, until_date)
@@ -258,7 +258,7 @@ def entry(root: Path, slug: str, claim_id: str) -> dict:
     """The trail of one claim: its steps, each with the ledger's changes since the step
     before, and how many changes (amendments of the claim, config changes; one per
     ledger record) came after its first result."""
-    from reprolab import ledger
+    from reprolab.evidence import ledger
 
     entries = ledger.read(root, slug)
     steps = history(root, slug, claim_id)
@@ -308,7 +308,7 @@ def load(root: Path) -> dict:
 
 
 def _verdict(verdict: str) -> str:
-    from reprolab.core.claims import VERDICT_TEXT
+    from reprolab.evidence.judging.claims import VERDICT_TEXT
 
     if verdict == "did_not_replicate":
         return "did not replicate"

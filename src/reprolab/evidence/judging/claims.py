@@ -8,7 +8,7 @@ value``). A check returns a typed :class:`Verdict`: ``reproduced``, ``not_reprod
 any affordable size, with what would test it). Verdicts are never edited by hand.
 
 Intervals and tests are read at the *look* of a sequential plan
-(:mod:`reprolab.core.sequential`): a check gets a :class:`Level` (the confidence of its
+(:mod:`reprolab.evidence.judging.sequential`): a check gets a :class:`Level` (the confidence of its
 intervals and the level of its tests at this look), so a paper run can add seeds round
 by round and stop when a claim is decided, at its stated error rate.
 """
@@ -23,8 +23,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-# the verdicts' vocabulary is defined once, in core.entries; claims re-exports it
-from reprolab.core.entries import (  # noqa: F401
+# the verdicts' vocabulary is defined once, in judging.entries; claims re-exports it
+from reprolab.evidence.judging.entries import (  # noqa: F401
     DECISIVE,
     SUPPORTED,
     VERDICT_TEXT,
@@ -32,7 +32,7 @@ from reprolab.core.entries import (  # noqa: F401
     is_headline,
     opposite,
 )
-from reprolab.core.stats import (
+from reprolab.evidence.judging.stats import (
     RULES,
     Interval,
     classify,
@@ -117,10 +117,10 @@ class Level:
     intervals (and ``1 - confidence`` as the two-sided level of its tests, half per
     direction), set by the look of the sequential plan (``look``; None: a fixed-n
     analysis at 95%); the claim's replicate ``unit`` (:data:`UNITS`) and ``rule``
-    (:data:`reprolab.core.stats.RULES`: ``t`` for the mean, ``sign`` for the median)."""
+    (:data:`reprolab.evidence.judging.stats.RULES`: ``t`` for the mean, ``sign`` for the median)."""
 
     confidence: float = 0.95
-    look: Any = None  # reprolab.core.sequential.Look
+    look: Any = None  # reprolab.evidence.judging.sequential.Look
     unit: str = "seed"
     rule: str = "t"
 
@@ -1130,7 +1130,7 @@ class Claim:
     #: pairs are the replicates (``unit_reason``); '' takes the check's, else the seed
     unit: str = ""
     unit_reason: str = ""
-    #: how the replicates become an interval (:data:`reprolab.core.stats.RULES`): ``t``
+    #: how the replicates become an interval (:data:`reprolab.evidence.judging.stats.RULES`): ``t``
     #: for the mean, ``sign`` for the median of a skewed, bimodal or bounded metric
     rule: str = "t"
     #: what must hold before the claim is tested (None: nothing)
@@ -1223,7 +1223,7 @@ class Claim:
         self, table: pd.DataFrame, precision: str, profile: str, plan: Any = None
     ) -> dict[str, Any]:
         """The claim's result at ``precision`` (its claims.json entry). ``plan``: the
-        sequential plan (:class:`reprolab.core.sequential.Plan`); the look is the number
+        sequential plan (:class:`reprolab.evidence.judging.sequential.Plan`); the look is the number
         of seeds in the rows the claim reads. Without a plan: a fixed-n analysis."""
         if self.cross_precision:
             rows = table

@@ -2,7 +2,7 @@
 which seeds the undecided ones get next, and what that would cost.
 
 A round is one ``dvc repro``. Its claims.json says, per claim, the verdict at the look
-of the method's plan (``core.sequential``) and the seeds it was read on. A claim whose
+of the method's plan (``judging.sequential``) and the seeds it was read on. A claim whose
 headline verdict is inconclusive, that more seeds can decide (seeded replicates, not a
 fixed set of points) and whose plan has a next look, gets the seeds of that look: a rule
 of ``evidence.added`` (``contract.AddedSeeds``) for the variants, tasks and unit
@@ -13,7 +13,7 @@ budget (``evidence.budget_minutes`` of measured compute) is spent; a claim left
 undecided says why, with the seeds it would need at the spread observed and how long
 those would take here.
 
-Pure logic on the claims and timings of a round; :mod:`reprolab.results.paper` runs the rounds.
+Pure logic on the claims and timings of a round; :mod:`reprolab.evidence.running.paper` runs the rounds.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from reprolab.contract import MethodSpec, Unit
 
 
 def headline(claims: list[dict]) -> dict[str, dict]:
-    """Each claim's headline result, by claim id (``core.claims.is_headline``)."""
-    from reprolab.core.claims import is_headline
+    """Each claim's headline result, by claim id (``judging.claims.is_headline``)."""
+    from reprolab.evidence.judging.claims import is_headline
 
     return {c["id"]: c for c in claims if is_headline(c)}
 
@@ -132,7 +132,7 @@ def plan_round(
     avoid: set[int] = frozenset(),
 ) -> tuple[Decision, dict[str, str]]:
     """The seeds the next round adds, and per claim why it gets none."""
-    from reprolab.core.sequential import plan_for
+    from reprolab.evidence.judging.sequential import plan_for
 
     plan = plan_for(cfg.evidence, profile_seeds)
     results = headline(claims)

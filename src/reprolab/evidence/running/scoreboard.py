@@ -21,11 +21,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reprolab import ledger, registry
+from reprolab import registry
 from reprolab.contract import is_runtime_metric, seed_ranges
-from reprolab.core import claims as core_claims
-from reprolab.core import entries
-from reprolab.core.entries import Entry
+from reprolab.evidence import ledger
+from reprolab.evidence.judging import claims as core_claims
+from reprolab.evidence.judging import entries
+from reprolab.evidence.judging.entries import Entry
 
 HEADER = """# Results: one row per paper
 
@@ -220,7 +221,7 @@ def _held_out(
 
 
 def confirmatory_folders(results: Path, slug: str) -> list[Path]:
-    """The method's confirmatory results (``confirm-<id>/``, ``reprolab.results.confirm``), the
+    """The method's confirmatory results (``confirm-<id>/``, ``reprolab.evidence.running.confirm``), the
     latest last (by the date their run.json records)."""
     found = [
         p
@@ -315,7 +316,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
     """One row per registered method with committed results (methods without results
     get a row that says so): its headline is the latest confirmatory verdict where there
     is one, else the exploratory verdict (``status`` says which)."""
-    from reprolab.results import confirm, trail
+    from reprolab.evidence.running import confirm, trail
 
     results = results or root / "docs" / "results"
     trails = trail.load(root)
@@ -747,7 +748,7 @@ def with_block(text: str, block: str) -> str:
 def readme_path(root: Path, slug: str) -> Path | None:
     """``slug``'s README in the project at ``root`` (a copy of the project has its own),
     or None where the package is not the source tree of a project (an installed wheel)."""
-    package = Path(__file__).resolve().parents[1]  # src/reprolab (this module: results/)
+    package = Path(__file__).resolve().parents[2]  # src/reprolab (this: evidence/running/)
     try:
         inside = Path(registry.get(slug).readme).resolve().relative_to(package)
     except ValueError:

@@ -1,7 +1,7 @@
 """claims.json, typed: the one way the project reads a claim's committed result.
 
 A claims.json file is a list of *entries*, one per (claim, precision), written by the
-evaluate stage from :meth:`reprolab.core.claims.Claim.result` and re-read by the
+evaluate stage from :meth:`reprolab.evidence.judging.claims.Claim.result` and re-read by the
 results package (rounds, reread, scoreboard, trail, confirm, compare). Every reader goes
 through :func:`load`: it checks each entry's fields and types once, names the file and
 the key when one is wrong, and gives :class:`Entry` objects whose fields are typed.
@@ -114,7 +114,7 @@ class Measured:
     seed_free: bool = False
     #: the check's own fields beyond these (per_task, gain_occluded, flags, ...)
     extra: Mapping[str, Any] = field(default_factory=dict)
-    #: the object as read (what the text helpers of :mod:`reprolab.core.claims` take)
+    #: the object as read (what the text helpers of :mod:`reprolab.evidence.judging.claims` take)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     FIELDS = (

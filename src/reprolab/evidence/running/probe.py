@@ -312,7 +312,7 @@ def run_probe(
     """Probe ``slug`` at the paper profile with ``overrides`` (see the module doc);
     returns the record it wrote."""
     from reprolab.core.machine import machine
-    from reprolab.results.paper import PROBES, _git
+    from reprolab.evidence.running.paper import PROBES, _git
 
     registry.check_slug(slug)
     seeds = list(seeds or DEFAULT_SEEDS)

@@ -44,8 +44,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reprolab import ledger, registry
-from reprolab.core import entries
+from reprolab import registry
+from reprolab.evidence import ledger
+from reprolab.evidence.judging import entries
 
 #: the first seed a confirmatory run may use (below it: the exploratory seeds)
 FIRST_SEED = 1000

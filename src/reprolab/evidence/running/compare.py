@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprolab.core import entries
-from reprolab.core.entries import Entry
+from reprolab.evidence.judging import entries
+from reprolab.evidence.judging.entries import Entry
 
 #: a results folder keeps metrics.csv gzipped above this size (git holds results, not data)
 METRICS_GZIP_BYTES = 1 << 20

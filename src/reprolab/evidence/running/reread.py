@@ -7,7 +7,7 @@ No compute: each ``docs/results/<slug>/claims.json`` (and each held-out block's,
 ``seeds-*/``) is evaluated again from the metrics table beside it, claim by claim on the
 seeds its verdict was read on and at the look of the sequential plan it recorded, with the
 claim's current definition (its replicate unit, rule, size reading) and the method's
-claims as one family (``core.claims.FAMILY_RULE``). What changes is the analysis, never
+claims as one family (``judging.claims.FAMILY_RULE``). What changes is the analysis, never
 the data. Each rewritten entry keeps the verdict it had on file as ``verdict_on_file``
 (the first re-read's, so the trail goes back to the run), and the claims report beside it
 (``claims.md``/``claims.html``, the run's own view) gets a note that the verdicts were
@@ -25,9 +25,9 @@ import pandas as pd
 
 from reprolab import registry
 from reprolab.contract import EvidenceConfig
-from reprolab.core import entries
-from reprolab.core.claims import adjust_family
-from reprolab.core.sequential import Plan
+from reprolab.evidence.judging import entries
+from reprolab.evidence.judging.claims import adjust_family
+from reprolab.evidence.judging.sequential import Plan
 
 NOTE_MD = (
     "> **Verdicts re-read** under the current analysis (the seed as the replicate, the "
@@ -73,7 +73,7 @@ def folders(results: Path, slug: str) -> list[Path]:
 
 def reread_folder(folder: Path, slug: str) -> list[dict[str, Any]]:
     """``folder``'s claims.json evaluated again from its metrics table."""
-    from reprolab.results.compare import metrics_file
+    from reprolab.evidence.running.compare import metrics_file
 
     claims_file, table_file = folder / "claims.json", metrics_file(folder)
     try:

@@ -2,7 +2,7 @@
 
 A claim's definition is its statement, metric, check (with its bound and margin), paper
 value and source, smallest effect, central flag, precision and "out of reach" note
-(:meth:`reprolab.core.claims.Claim.definition`), plus the paper-profile config of its
+(:meth:`reprolab.evidence.judging.claims.Claim.definition`), plus the paper-profile config of its
 method (code defaults, params.yaml's paper section, the paper seeds of the first look
 and the evidence plan; not the seeds later rounds add). When a claim first gets a
 paper-profile result, the hash of its definition goes into

@@ -9,11 +9,11 @@ preregistration ledger before them, commit-ready results into docs/results/ afte
 
 What a run does:
 
-1. **Ledger first** (:mod:`reprolab.ledger`): a claim with no ledger entry is registered;
+1. **Ledger first** (:mod:`reprolab.evidence.ledger`): a claim with no ledger entry is registered;
    one whose definition (or the paper-profile config) changed after it was registered
    stops the run unless ``--amend "why"`` is given, which records the amendment. Both
    are written before any compute.
-2. **Rounds** (:mod:`reprolab.results.rounds`): the project is copied (``reprolab.ops.scratch``) at
+2. **Rounds** (:mod:`reprolab.evidence.running.rounds`): the project is copied (``reprolab.ops.scratch``) at
    ``profile: paper`` with the first look's seeds; each round is ``reprolab check`` then
    ``dvc repro`` there (its stages fork from a stage worker preloaded in the copy,
    stopped when the rounds end); after it, each undecided claim that more seeds can
@@ -65,11 +65,12 @@ from typing import Any
 
 import yaml
 
-from reprolab import ledger, registry
-from reprolab.core.claims import DECISIVE, opposite
+from reprolab import registry
 from reprolab.core.machine import machine
+from reprolab.evidence import ledger
+from reprolab.evidence.judging.claims import DECISIVE, opposite
+from reprolab.evidence.running import compare, rounds
 from reprolab.ops import children, scratch, worker
-from reprolab.results import compare, rounds
 
 Log = Callable[[str], None]
 
@@ -164,7 +165,7 @@ class PaperRun:
     resume: Path | None = None
     log: Log = _print
     max_rounds: int = 20
-    #: a confirmatory run: the method's latest registration (``reprolab.results.confirm``), run
+    #: a confirmatory run: the method's latest registration (``reprolab.evidence.running.confirm``), run
     #: exactly as registered; set from ``confirm=True`` by :meth:`__post_init__`
     confirm: bool = False
     registration: dict | None = field(default=None, init=False)
@@ -274,7 +275,7 @@ class PaperRun:
             return self._resume()
         block = self.seeds is not None
         if self.confirm:  # the registration is the definition: the ledger holds it already
-            from reprolab.results import confirm
+            from reprolab.evidence.running import confirm
 
             slug = self.methods[0]
             entry = confirm.latest(self.root, slug)
@@ -691,7 +692,7 @@ class PaperRun:
                 if timed.is_file() and io.read_json(timed):
                     # claims on wall time: evaluate keeps them out of the DVC-tracked
                     # claims.json (they differ on every run); the results keep them beside it
-                    from reprolab.results.scoreboard import TIMED_CLAIMS
+                    from reprolab.evidence.running.scoreboard import TIMED_CLAIMS
 
                     shutil.copy2(timed, tmp / TIMED_CLAIMS)
                 compare.store_metrics(paths.eval / "metrics.csv", tmp)
@@ -720,7 +721,7 @@ class PaperRun:
             replace_results(dest, tmp)
             self.log(f"{slug}: results in {dest}")
         if not self.replay:  # a held-out block changes the scoreboard's held-out column
-            from reprolab.results import scoreboard
+            from reprolab.evidence.running import scoreboard
 
             scoreboard.write(self.root, self.out)
             if self.out.resolve() == (self.root / "docs" / "results").resolve():
