@@ -205,3 +205,38 @@ def test_status_without_a_slug_lists_every_methods_latest_registration(project):
     ours = next(line for line in confirm.queue(project).splitlines() if line.startswith(SLUG))
     assert second["id"] in ours and "NOT RUN YET  (2 registrations)" in ours
     assert ours.endswith("registration not committed")
+
+
+def test_a_failed_registered_run_is_on_record_refused_and_its_seeds_stay_used(project):
+    """A run a defect stopped before its results: `confirm failed` puts it in the ledger
+    with its reason; it is not rerun; status and the queue say so; the next registration
+    takes new seeds, and the failed one stays in the record beside it."""
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    with pytest.raises(confirm.ConfirmError, match="say what stopped"):
+        confirm.record_failure(project, SLUG, "  ")
+    event = confirm.record_failure(project, SLUG, "quantize crashed:\n  unit u diverged")
+    assert event["reason"] == "quantize crashed: unit u diverged"
+    assert ledger.read(project, SLUG)[-1] == event
+    assert confirm.failures(project, SLUG) == {entry["id"]: event}
+    with pytest.raises(confirm.ConfirmError, match="on record"):
+        confirm.record_failure(project, SLUG, "again")
+    _commit(project, "failed")
+    with pytest.raises(confirm.ConfirmError, match="failed .quantize crashed.*register again"):
+        confirm.verify(project, SLUG, entry)
+    assert f"failed: {event['reason']}" in confirm.status(project, SLUG)
+    queue = confirm.queue(project).splitlines()
+    assert "FAILED: register again" in next(q for q in queue if q.startswith(SLUG + " "))
+    assert queue[-1] == "0 registered run(s) waiting"
+    second = confirm.register(project, SLUG)
+    assert not set(second["seeds"]) & set(entry["seeds"])
+    assert [e["id"] for e in confirm.registrations(project, SLUG)] == [entry["id"], second["id"]]
+
+
+def test_a_run_with_results_is_not_a_failure(project):
+    entry = confirm.register(project, SLUG)
+    _commit(project, "register")
+    confirm.results_folder(project, SLUG, entry).mkdir()
+    with pytest.raises(confirm.ConfirmError, match="stands as it is"):
+        confirm.record_failure(project, SLUG, "did not like it")
+    assert confirm.failures(project, SLUG) == {}

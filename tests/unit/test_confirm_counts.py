@@ -115,3 +115,25 @@ def test_the_scoreboard_counts_only_what_may_count(tmp_path):
     r = row()
     assert r["confirmatory"] and r["verdict"] == "not_reproduced"
     assert r["status"] == "confirmatory (R1): did not replicate"
+
+
+def test_a_failed_registered_run_shows_beside_the_one_that_replaced_it(tmp_path):
+    """A registration whose run failed (ledger `run_failed`) never counts and stays on the
+    row: the status counts it, the details name it with its reason."""
+    root, _, _ = _repo(tmp_path)
+    results = root / "docs" / "results"
+    _results(root, "", "reproduced", -0.4, {"seeds": list(range(10))})
+    failed = {"event": "run_failed", "registration": "R1", "date": "2026-12-08T02:00:00Z"}
+    failed["reason"] = "quantize: unit u has non-finite weights"
+    lines = [{"event": "amendment", "date": "2026-12-01T00:00:00Z"}, _registration("R1")]
+    _write_ledger(root, [*lines, failed, _registration("R2", list(range(1010, 1020)))])
+    second = _commit(root, "R1 failed; register R2")
+    row = next(r for r in scoreboard.rows(root, results) if r["method"] == SLUG)
+    assert row["status"] == "exploratory; 1 registered run(s) failed"
+    assert row["failed_runs"] == "R1 (2026-12-08): quantize: unit u has non-finite weights"
+    run = _run(second, rid="R2", seeds=list(range(1010, 1015)))
+    _results(root, "confirm-R2", "reproduced", -0.3, run)
+    row = next(r for r in scoreboard.rows(root, results) if r["method"] == SLUG)
+    assert row["confirmatory"] and row["status"].endswith("; 1 registered run(s) failed")
+    page = scoreboard.render(root, results)
+    assert "- **Registered runs that failed**: R1 (2026-12-08): quantize: unit u" in page

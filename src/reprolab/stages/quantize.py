@@ -30,6 +30,28 @@ from reprolab.core.tracking import log
 from reprolab.stages._common import PreparedData, context, read_units
 
 
+class QuantizeError(RuntimeError):
+    """A unit that could not be quantized; the message names it and what was found."""
+
+
+def _unit_failure(slug: str, unit: str, scheme: str, model: torch.nn.Module, exc: Exception) -> str:
+    """What to say when quantizing ``unit`` under ``scheme`` failed: the unit, the
+    error, and whether its trained weights are finite (a diverged training run gives
+    NaN or inf weights, which no quantizer can take)."""
+    bad = [
+        name
+        for name, t in (*model.named_parameters(), *model.named_buffers())
+        if t.is_floating_point() and not bool(torch.isfinite(t).all())
+    ]
+    why = (
+        f"its checkpoint has non-finite weights in {len(bad)} tensor(s) ({', '.join(bad[:3])}"
+        f"{', ...' if len(bad) > 3 else ''}): its training diverged; see its train history"
+        if bad
+        else "its weights are finite"
+    )
+    return f"quantize@{slug}: unit {unit}, scheme {scheme}: {type(exc).__name__}: {exc}; {why}"
+
+
 def run(slug: str, root: Path) -> dict:
     ctx = context(slug, "quantize", root)
     ctx.assets()  # a missing or corrupt asset is named before any compute
@@ -97,30 +119,41 @@ def run(slug: str, root: Path) -> dict:
                     thresholds = None  # calibrated once per unit, shared by the schemes
                     # the full-precision layers' outputs, shared by the schemes' errors
                     reference = quant.layer_outputs(model, calib) if calib else None
-                    for scheme, parsed_scheme in zip(schemes, parsed, strict=True):
-                        t0 = time.perf_counter()
-                        if parsed_scheme.needs_calibration and thresholds is None and calib:
-                            thresholds = quant.calibrate_thresholds(model, calib)
-                        qmodel = quant.quantize(
-                            model, scheme, calibration=calib, thresholds=thresholds, keep_fp32=keep
-                        )
-                        seconds[scheme] += time.perf_counter() - t0
-                        _add_coverage(covered[scheme], quant.coverage(model, qmodel))
-                        target = tmp / f"{unit.id}.{scheme}.pt"
-                        bases[scheme] = quant.save_state(qmodel.state_dict(), target, bases[scheme])
-                        stored[scheme] = stored.get(scheme, 0) + target.stat().st_size
-                        sizes.setdefault(
-                            scheme,
-                            {
-                                "bytes": quant.state_bytes(qmodel),
-                                "effective_bytes": quant.effective_bytes(qmodel),
-                            },
-                        )
-                        if calib:
-                            for layer, err in quant.layer_errors(
-                                model, qmodel, calib, reference
-                            ).items():
-                                layer_err[scheme].setdefault(layer, []).append(err)
+                    try:
+                        for scheme, parsed_scheme in zip(schemes, parsed, strict=True):
+                            t0 = time.perf_counter()
+                            if parsed_scheme.needs_calibration and thresholds is None and calib:
+                                thresholds = quant.calibrate_thresholds(model, calib)
+                            qmodel = quant.quantize(
+                                model,
+                                scheme,
+                                calibration=calib,
+                                thresholds=thresholds,
+                                keep_fp32=keep,
+                            )
+                            seconds[scheme] += time.perf_counter() - t0
+                            _add_coverage(covered[scheme], quant.coverage(model, qmodel))
+                            target = tmp / f"{unit.id}.{scheme}.pt"
+                            bases[scheme] = quant.save_state(
+                                qmodel.state_dict(), target, bases[scheme]
+                            )
+                            stored[scheme] = stored.get(scheme, 0) + target.stat().st_size
+                            sizes.setdefault(
+                                scheme,
+                                {
+                                    "bytes": quant.state_bytes(qmodel),
+                                    "effective_bytes": quant.effective_bytes(qmodel),
+                                },
+                            )
+                            if calib:
+                                for layer, err in quant.layer_errors(
+                                    model, qmodel, calib, reference
+                                ).items():
+                                    layer_err[scheme].setdefault(layer, []).append(err)
+                    except Exception as exc:  # one unit's failure, said with what it is
+                        raise QuantizeError(
+                            _unit_failure(slug, unit.id, scheme, model, exc)
+                        ) from exc
                     progress.advance()
                     if i % 25 == 0 or i == len(units):
                         log(f"quantize@{slug}: {i}/{len(units)} units")

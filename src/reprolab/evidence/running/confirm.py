@@ -6,6 +6,8 @@ registered, never amended.
     make paper METHODS=desk_reject CONFIRM=1          # refuses unless the above holds
     python -m reprolab confirm status desk_reject     # the registrations and their runs
     python -m reprolab confirm status                 # every method's latest: run or not
+    python -m reprolab confirm failed desk_reject --reason "..."  # a registered run that
+                                                      # a defect stopped: on the record
 
 Every verdict the sequential rounds give on seeds the method's settings were chosen with
 is *exploratory*: settings, rules and definitions may have changed after results were
@@ -34,6 +36,13 @@ its seeds, its plan; a resumed run is the same run. Its results go to
 ``claims.json`` entry. A registered item that changes afterwards voids it: the claim is
 exploratory again, and a new registration (new seeds) is the only way back; both stay on
 the record.
+
+A registered run that a defect stops before it has results (a crash, a diverged model
+that a stage cannot handle) is not rerun and not amended: ``confirm failed <slug>
+--reason "..."`` appends ``{"event": "run_failed", "registration": <id>, "reason"}`` to
+the ledger, ``make paper ... CONFIRM=1`` then refuses that registration, and ``confirm
+status`` and the scoreboard show it beside whatever came after. The fix is an
+exploratory amendment and a new registration (new seeds: the failed one's stay used).
 """
 
 from __future__ import annotations
@@ -127,6 +136,43 @@ def registrations(root: Path, slug: str) -> list[dict[str, Any]]:
     return [e for e in ledger.read(root, slug) if e.get("event") == "registration"]
 
 
+def failures(root: Path, slug: str) -> dict[str, dict[str, Any]]:
+    """The method's registered runs recorded as failed (:func:`record_failure`), by
+    registration id."""
+    return {
+        e["registration"]: e
+        for e in ledger.read(root, slug)
+        if e.get("event") == "run_failed" and e.get("registration")
+    }
+
+
+def record_failure(root: Path, slug: str, reason: str, date: str | None = None) -> dict[str, Any]:
+    """Put on the record that the latest registration's run failed without results
+    (``reason``: what stopped it), so that it is neither rerun nor forgotten; the entry."""
+    entry = latest(root, slug)
+    reason = " ".join(reason.split())
+    if not reason:
+        raise ConfirmError("--reason: say what stopped the run (the stage, the unit, the error)")
+    if results_folder(root, slug, entry).exists():
+        raise ConfirmError(
+            f"{slug}: registration {entry['id']} has its result "
+            f"({results_folder(root, slug, entry).relative_to(root)}): a run with results "
+            "stands as it is; its verdicts say what it found"
+        )
+    if entry["id"] in failures(root, slug):
+        raise ConfirmError(f"{slug}: the failure of registration {entry['id']} is on record")
+    event = {
+        "event": "run_failed",
+        "method": slug,
+        "registration": entry["id"],
+        "date": date or datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _git(root, "rev-parse", "HEAD"),
+        "reason": reason,
+    }
+    ledger.append(root, slug, [event])
+    return event
+
+
 def _definitions(slug: str) -> dict[str, dict[str, Any]]:
     out = {}
     for claim in registry.get(slug).claims:
@@ -215,6 +261,13 @@ def results_folder(root: Path, slug: str, entry: dict[str, Any]) -> Path:
 def verify(root: Path, slug: str, entry: dict[str, Any]) -> None:
     """Refuse a confirmatory run that is not exactly ``entry``'s registration (the
     message names what differs and what to do)."""
+    failed = failures(root, slug).get(entry["id"])
+    if failed:
+        raise ConfirmError(
+            f"{slug}: registration {entry['id']} failed ({failed['reason']}): a failed "
+            "registered run is not rerun; fix the defect (an exploratory amendment) and "
+            "register again (new seeds)"
+        )
     path = ledger.path_for(root, slug)
     rel = path.relative_to(root).as_posix()
     committed = subprocess.run(
@@ -310,9 +363,12 @@ def params_for(raw: dict[str, Any], slug: str, entry: dict[str, Any]) -> dict[st
 
 def status(root: Path, slug: str) -> str:
     lines = []
+    failed = failures(root, slug)
     for entry in registrations(root, slug):
         folder = results_folder(root, slug, entry)
         ran = "run: " + folder.relative_to(root).as_posix() if folder.exists() else "not run yet"
+        if entry["id"] in failed:
+            ran = f"failed: {failed[entry['id']]['reason']}"
         lines.append(
             f"{entry['id']}: seeds {entry['seeds'][0]}-{entry['seeds'][-1]}, plan "
             f"{entry['plan']['first']}+{entry['plan']['step']}..{entry['plan']['max_seeds']}, "
@@ -332,12 +388,14 @@ def queue(root: Path) -> str:
             continue
         entry = entries[-1]
         ran = results_folder(root, slug, entry).exists()
-        waiting += not ran
+        failed = entry["id"] in failures(root, slug)
+        waiting += not (ran or failed)
         rows.append(
             f"{slug:<16} {entry['id']}  seeds {entry['seeds'][0]}-{entry['seeds'][-1]}  "
-            f"commit {entry['commit'][:8]}  {'run' if ran else 'NOT RUN YET'}"
+            f"commit {entry['commit'][:8]}  "
+            + ("run" if ran else "FAILED: register again" if failed else "NOT RUN YET")
             + (f"  ({len(entries)} registrations)" if len(entries) > 1 else "")
-            + ("" if ran else f"  {_registered_in(root, slug, entry)}")
+            + ("" if ran or failed else f"  {_registered_in(root, slug, entry)}")
         )
     return "\n".join([*rows, f"{waiting} registered run(s) waiting"])
 
@@ -370,12 +428,18 @@ def main(argv: list[str], root: Path) -> int:
             "method's latest)",
         ),
         ("check", "exit 1 unless `make paper ... CONFIRM=1` would accept the latest one"),
+        (
+            "failed",
+            "record that the latest registration's run failed without results (--reason)",
+        ),
     ):
         p = sub.add_parser(name, help=text)
         if name == "status":  # without a slug: every method's latest registration
             p.add_argument("slug", nargs="?", choices=registry.slugs(), metavar="slug")
         else:
             p.add_argument("slug", choices=registry.slugs(), metavar="slug", help="a method")
+        if name == "failed":
+            p.add_argument("--reason", required=True, help="what stopped it")
     args = parser.parse_args(argv)
     try:
         if args.what == "register":
@@ -389,6 +453,14 @@ def main(argv: list[str], root: Path) -> int:
             )
         elif args.what == "status":
             print(status(root, args.slug) if args.slug else queue(root))
+        elif args.what == "failed":
+            event = record_failure(root, args.slug, args.reason)
+            rel = ledger.path_for(root, args.slug).relative_to(root)
+            print(
+                f"{args.slug}: the run of registration {event['registration']} is on record as "
+                f"failed\nnext: git add {rel} && git commit, fix the defect, then "
+                f"python -m reprolab confirm register {args.slug}"
+            )
         else:
             entry = latest(root, args.slug)
             verify(root, args.slug, entry)

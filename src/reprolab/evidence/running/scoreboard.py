@@ -381,6 +381,11 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
             status = f"confirmatory ({head['run'].get('registration', '?')}): " + replication(
                 explo["verdict"], head["verdict"]
             )
+        # registered runs a defect stopped before their results: on the record, never
+        # counted (a later registration is the fix)
+        failed_runs = confirm.failures(root, slug)
+        if failed_runs:
+            status += f"; {len(failed_runs)} registered run(s) failed"
         out.append(
             {
                 **row,
@@ -395,6 +400,10 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 "changes": count,
                 "held_out": held,
                 "trail": trail.cell(entry, explo["verdict"]) if entry else "no history on file",
+                "failed_runs": "; ".join(
+                    f"{rid} ({e.get('date', '')[:10]}): {e['reason']}"
+                    for rid, e in failed_runs.items()
+                ),
             }
         )
     return out
@@ -525,6 +534,11 @@ def render(root: Path, results: Path | None = None) -> str:
             f"- **Changed after results**: {r['changed']}.",
             f"- **Trail**: {r['trail']}.",
             f"- **Held-out**: {r['held_out']}.",
+            *(
+                [f"- **Registered runs that failed**: {r['failed_runs']}."]
+                if r["failed_runs"]
+                else []
+            ),
             "",
         ]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -51,6 +51,11 @@ class EnsLossConfig(MethodConfig, DataSeed, OptimConfig):
     lr: float = mixin_field(OptimConfig, "lr", 0.05)
     momentum: float = Field(default=0.9, ge=0, lt=1)
     weight_decay: float = Field(default=0.0, ge=0)
+    #: gradient-norm clip for the exponential loss only in the MLP setting, as the
+    #: official train.py clips it (0 = no clipping: the setting of the runs before
+    #: 2026-12-07, under which one MLP unit of the exponential loss diverged to NaN
+    #: weights on seed 1001 and stopped a registered run)
+    clip_exp: float = Field(default=10.0, ge=0)
     # ---- the CNN setting (the paper's regime)
     cnn_datasets: list[ImageDataset] = prepare_field(["mnist"], min_length=1)
     cnn_n_pairs: int = prepare_field(2, ge=1, le=45)

@@ -183,7 +183,8 @@ def train_unit(
         clip = cfg.cnn_clip_exp if unit.variant == "exp" else 0.0
     else:
         epochs, batch_size = cfg.epochs, cfg.batch_size
-        lr, weight_decay, clip = cfg.lr, cfg.weight_decay, 0.0
+        lr, weight_decay = cfg.lr, cfg.weight_decay
+        clip = cfg.clip_exp if unit.variant == "exp" else 0.0
 
     def build() -> ScoreClassifier:  # after the seed: the same init for every loss
         net = build_net(unit, cfg, np.asarray(data["x_train"]).shape[1])
