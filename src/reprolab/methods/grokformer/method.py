@@ -162,7 +162,8 @@ def _fit_filter(model, unit: Unit, cfg: GrokFormerConfig, data: dict) -> list[di
     x, y = signals(unit, cfg, data, held_out=False)
     if unit.variant == "gpr_filter":
         return _fit_polynomial(model, x, y)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.filter_lr)
+    # foreach: bit-identical to the per-tensor default, faster (test_optim_foreach)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.filter_lr, foreach=True)
     history = []
     for step in range(1, cfg.filter_steps + 1):
         opt.zero_grad(set_to_none=True)
@@ -211,7 +212,9 @@ def _fit_node(model, unit: Unit, cfg: GrokFormerConfig, data: dict) -> list[dict
     x = torch.as_tensor(np.asarray(data["x"]))
     y = torch.as_tensor(np.asarray(data["y"]))
     train, val, _ = graphs.split(len(y), cfg.split, unit.seed)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = torch.optim.Adam(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, foreach=True
+    )
     stopper = None if cfg.patience is None else ValLossPatience(cfg.patience)
     best, best_state, best_epoch, history = -1.0, None, 0, []
     for epoch in range(1, cfg.epochs + 1):
