@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reprolab.evidence.judging.claims import FIXED, Claim, Level, Verdict, paired
+from reprolab.evidence.judging.claims import FIXED, Claim, Level, Verdict, paired, param_columns
 from reprolab.evidence.judging.stats import Interval
 from reprolab.methods.ff_graphs.graphs import FIDELITY_TOL, is_metric_task
 
@@ -41,6 +41,10 @@ def per_seed(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     rows = table[table.task.map(is_metric_task) & (table.metric == metric)]
     if rows.empty:
         raise ValueError(f"no {metric!r} values of the metrics task")
+    # the table's other unit parameters belong to trained units (a graph variant's
+    # ``g``): no metric unit carries them, so they are not part of its key
+    foreign = [c for c in param_columns(rows) if c != "n" and rows[c].isna().all()]
+    rows = rows.drop(columns=foreign)
     pivot = paired(rows.assign(n=rows["n"].astype(float)), metric)
     return pivot.droplevel("task").reorder_levels(["n", "seed"]).sort_index()
 
