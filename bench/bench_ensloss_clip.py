@@ -19,15 +19,16 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_pipeline import prepared_copy  # noqa: E402
+
 OUT = ROOT / "bench" / "results"
 
 
@@ -71,24 +72,10 @@ def main() -> None:
 
     from reprolab.ops import scratch
 
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
     commit, dirty = scratch.commit_of(ROOT)
     with tempfile.TemporaryDirectory(prefix="ensloss-clip-") as work:
-        dest = Path(work) / "project"
-        scratch.copy_project(
-            ROOT, dest, scratch.cut_params(params, ["ensloss"], [args.seed - 1, args.seed])
-        )
-        env = {
-            **os.environ,
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        }
-        env.pop("MLFLOW_TRACKING_URI", None)
         print("preparing ensloss (paper profile) in a scratch copy ...", flush=True)
-        proc = subprocess.run(
-            ["dvc", "repro", "prepare@ensloss"], cwd=dest, env=env, capture_output=True, text=True
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"dvc repro prepare@ensloss failed:\n{proc.stderr[-3000:]}")
+        dest = prepared_copy("ensloss", [args.seed - 1, args.seed], Path(work) / "project")
         os.environ.pop("MLFLOW_TRACKING_URI", None)
         rows = []
         for clip in (0.0, None):

@@ -22,15 +22,16 @@ import contextlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_pipeline import prepared_copy  # noqa: E402
+
 OUT = ROOT / "bench" / "results"
 METHODS = ["ff_graphs", "grokformer", "bit_dgdm"]
 
@@ -55,20 +56,6 @@ def forced(foreach: bool):
     finally:
         for name, orig in saved.items():
             getattr(torch.optim, name).__init__ = orig
-
-
-def prepare(slug: str, seeds: list[int], dest: Path) -> None:
-    from reprolab.ops import scratch
-
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    scratch.copy_project(ROOT, dest, scratch.cut_params(params, [slug], seeds))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    proc = subprocess.run(
-        ["dvc", "repro", f"prepare@{slug}"], cwd=dest, env=env, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"dvc repro prepare@{slug} failed:\n{proc.stderr[-3000:]}")
 
 
 def bench_method(slug: str, dest: Path, n_units: int, repeats: int) -> dict:
@@ -171,7 +158,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix=f"foreach-{slug}-") as work:
             dest = Path(work) / "project"
             print(f"{slug}: preparing (paper profile, seeds {seeds}) ...", flush=True)
-            prepare(slug, seeds, dest)
+            prepared_copy(slug, seeds, dest)
             row = bench_method(slug, dest, args.units, args.repeats)
         row.update(
             date=time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -202,6 +202,29 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
+def prepared_copy(slug: str, seeds: list[int], dest: Path, profile: str = "paper") -> Path:
+    """A scratch copy of the project at ``dest`` (params.yaml cut to ``slug`` at
+    ``profile`` and ``seeds``: ``reprolab.ops.scratch``) with the method's data prepared
+    (``dvc repro prepare@<slug>``), for a bench that trains or evaluates its units
+    in-process. A failed prepare stops the bench with DVC's message."""
+    import yaml
+
+    from reprolab.ops import scratch
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    scratch.copy_project(ROOT, dest, scratch.cut_params(params, [slug], seeds, profile))
+    proc = subprocess.run(
+        ["dvc", "repro", f"prepare@{slug}"],
+        cwd=dest,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"dvc repro prepare@{slug} failed:\n{proc.stderr[-3000:]}")
+    return dest
+
+
 def timed(cmd: list[str], cwd: Path, env: dict[str, str], log_file: Path | None = None):
     start = time.time()
     t0 = time.perf_counter()
