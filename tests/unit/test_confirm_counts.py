@@ -124,7 +124,7 @@ def test_a_failed_registered_run_shows_beside_the_one_that_replaced_it(tmp_path)
     results = root / "docs" / "results"
     _results(root, "", "reproduced", -0.4, {"seeds": list(range(10))})
     failed = {"event": "run_failed", "registration": "R1", "date": "2026-12-08T02:00:00Z"}
-    failed["reason"] = "quantize: unit u has non-finite weights"
+    failed["reason"] = "quantize: unit u has non-finite weights."  # ledger reasons end so
     lines = [{"event": "amendment", "date": "2026-12-01T00:00:00Z"}, _registration("R1")]
     _write_ledger(root, [*lines, failed, _registration("R2", list(range(1010, 1020)))])
     second = _commit(root, "R1 failed; register R2")
@@ -137,3 +137,4 @@ def test_a_failed_registered_run_shows_beside_the_one_that_replaced_it(tmp_path)
     assert row["confirmatory"] and row["status"].endswith("; 1 registered run(s) failed")
     page = scoreboard.render(root, results)
     assert "- **Registered runs that failed**: R1 (2026-12-08): quantize: unit u" in page
+    assert "non-finite weights.\n" in page and "weights.." not in page

@@ -401,7 +401,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 "held_out": held,
                 "trail": trail.cell(entry, explo["verdict"]) if entry else "no history on file",
                 "failed_runs": "; ".join(
-                    f"{rid} ({e.get('date', '')[:10]}): {e['reason']}"
+                    f"{rid} ({e.get('date', '')[:10]}): {e['reason'].rstrip('.')}"
                     for rid, e in failed_runs.items()
                 ),
             }
