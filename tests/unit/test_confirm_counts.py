@@ -115,6 +115,40 @@ def test_the_scoreboard_counts_only_what_may_count(tmp_path):
     r = row()
     assert r["confirmatory"] and r["verdict"] == "not_reproduced"
     assert r["status"] == "confirmatory (R1): did not replicate"
+    summary = scoreboard._summary([r])
+    assert "**Replication**: 0 of 1 decided exploratory central verdicts replicated" in summary
+    assert summary.endswith("by their confirmatory run; 1 did not replicate.")
+
+
+def test_the_replication_rate_counts_decided_exploratory_verdicts_only():
+    """First tests (nothing decided before) stay out of the rate; exploratory-only rows
+    are not in it; each other kind is counted by name."""
+
+    def row(replication: str, confirmatory: bool = True) -> dict:
+        verdict = "reproduced" if confirmatory else "inconclusive"
+        return {
+            "status": "s",
+            "verdict": verdict,
+            "confirmatory": confirmatory,
+            "replication": replication if confirmatory else "",
+        }
+
+    table = [
+        row("replicated"),
+        row("replicated"),
+        row("replicated (other size)"),
+        row("not confirmed (undecided)"),
+        row("first test"),
+        row("first test"),
+        row("", confirmatory=False),
+    ]
+    summary = scoreboard._summary(table)
+    assert (
+        "**Replication**: 2 of 4 decided exploratory central verdicts replicated by their "
+        "confirmatory run; 1 replicated (other size); 1 not confirmed (undecided)."
+    ) in summary
+    assert summary.endswith("2 confirmatory runs were first tests (nothing decided before).")
+    assert "**Confirmatory** (6 of 7 papers): 6 reproduced." in summary
 
 
 def test_a_failed_registered_run_shows_beside_the_one_that_replaced_it(tmp_path):

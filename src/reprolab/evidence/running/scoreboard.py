@@ -231,6 +231,10 @@ def confirmatory_folders(results: Path, slug: str) -> list[Path]:
     return sorted(found, key=lambda p: json.loads((p / "run.json").read_text()).get("date", ""))
 
 
+#: a confirmatory verdict that decided against the exploratory one
+REFUTED = "did not replicate"
+
+
 def replication(exploratory: str, confirmatory: str) -> str:
     """Whether a confirmatory verdict replicated the last exploratory one."""
     if exploratory not in core_claims.DECISIVE:
@@ -241,7 +245,7 @@ def replication(exploratory: str, confirmatory: str) -> str:
         return "replicated (other size)"
     if confirmatory not in core_claims.DECISIVE:  # undecided: neither side, no contradiction
         return "not confirmed (undecided)"
-    return "did not replicate"
+    return REFUTED
 
 
 def _more_minutes(need: int, ev: Any, run: dict[str, Any]) -> str:
@@ -394,6 +398,7 @@ def rows(root: Path, results: Path | None = None) -> list[dict]:
                 "run_verdict": head["verdict"],
                 "status": status,
                 "confirmatory": bool(confirmed),
+                "replication": replication(explo["verdict"], head["verdict"]) if confirmed else "",
                 "exploratory": f"{core_claims.VERDICT_TEXT.get(explo['verdict'])} "
                 f"{explo['interval']} ({explo['date']})",
                 "changed": changed,
@@ -450,6 +455,19 @@ def _summary(table: list[dict]) -> str:
             f"**Exploratory only** ({len(explo)} papers, settings and rules changed after "
             f"results had been seen): {counts(explo)}."
         )
+    # a first test had no decided exploratory verdict to replicate: not in the rate
+    decided = [r for r in confirmed if r["replication"] != "first test"]
+    if decided:
+        kinds = ("replicated", "replicated (other size)", "not confirmed (undecided)")
+        found = {k: sum(r["replication"] == k for r in decided) for k in (*kinds, REFUTED)}
+        parts.append(
+            f"**Replication**: {found['replicated']} of {len(decided)} decided exploratory "
+            "central verdicts replicated by their confirmatory run"
+            + "".join(f"; {n} {k}" for k, n in found.items() if n and k != "replicated")
+            + "."
+        )
+    if first := len(confirmed) - len(decided):
+        parts.append(f"{first} confirmatory runs were first tests (nothing decided before).")
     return " ".join(parts)
 
 
