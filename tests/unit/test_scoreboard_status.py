@@ -92,6 +92,13 @@ def test_the_main_table_reads_at_a_glance():
     assert all(r.count("|") == header.count("|") for r in rows)
     figure = scoreboard.figure_rows(scoreboard.rows(ROOT), ROOT, ROOT / "docs" / "results")
     assert [r["method"] for r in figure] == registry.slugs()
+    # the figure marks each headline that no registered run stands behind, as the
+    # table's status column does
+    exploratory = {r.split("|")[1].strip() for r in rows if "| exploratory" in r}
+    assert (
+        exploratory
+        and {r["method"] for r in figure if r["label"].endswith(" (exploratory)")} == exploratory
+    )
     assert (ROOT / "docs" / "results" / scoreboard.FIGURE).is_file()
     # a central claim decided by the sign test over tasks is drawn as what it counted
     # (its mean's interval is not what decides): the counts of its table cell

@@ -234,8 +234,9 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     effect, which is the paper's effect where the paper gives one, marked by a diamond),
     the claimed side to the right, coloured by the verdict; a paper without an interval
     is listed with its verdict (and ``note``, what a test that counts counted, where
-    given). ``rows``: each with ``method``, ``verdict``, ``low``, ``high``, ``value``
-    (already scaled, or None) and ``paper`` (True where 1 is the paper's effect). Values
+    given). ``rows``: each with ``method`` (or a ``label`` to print), ``verdict``,
+    ``low``, ``high``, ``value`` (already scaled, or None) and ``paper`` (True where 1
+    is the paper's effect). Values
     beyond +-6 are drawn at the edge, with an arrow."""
     from matplotlib.patches import Patch
 
@@ -244,7 +245,7 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     labels = []
     for y, r in enumerate(reversed(list(rows))):
         colour = VERDICT_COLOURS.get(str(r["verdict"]), "#6e7781")
-        labels.append(str(r["method"]))
+        labels.append(str(r.get("label", r["method"])))
         low, high, value = r.get("low"), r.get("high"), r.get("value")
         if _finite(low) and _finite(high):
             lo, hi, beyond = clamp_interval(low, high, edge)
@@ -267,7 +268,9 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
         if not (_finite(low) and _finite(high)):
             text = str(r["verdict"]).replace("_", " ")
             text = f"{text}: {r['note']}" if r.get("note") else text
-            ax.text(-edge + 0.1, y, text, va="center", fontsize=7)
+            # on white: the bound's and the smallest effect's lines run behind it
+            bbox = {"facecolor": "white", "edgecolor": "none", "pad": 0.5}
+            ax.text(-edge + 0.1, y, text, va="center", fontsize=7, bbox=bbox, zorder=3)
     ax.axvline(0.0, color="#444", ls="--", lw=1)
     ax.axvline(1.0, color="#999", ls=":", lw=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)

@@ -492,7 +492,13 @@ def figure_rows(table: list[dict], root: Path, results: Path) -> list[dict]:
             m = dict(head.measured.raw) if head is not None else {}
         bound, effect = m.get("bound"), r.get("effect")
         claimed = m.get("claimed")
-        row = {"method": r["method"], "verdict": r["verdict"], "paper": central.effect_from_paper}
+        row = {
+            "method": r["method"],
+            # a headline no registered run stands behind is marked where it is drawn
+            "label": r["method"] + ("" if r.get("confirmatory") else " (exploratory)"),
+            "verdict": r["verdict"],
+            "paper": central.effect_from_paper,
+        }
         if m.get("test") == "sign":  # decided by counting, drawn as what it counted
             row["note"] = core_claims.sign_counts_text(m)
         if (
