@@ -452,7 +452,8 @@ def _summary(table: list[dict]) -> str:
     ]
     if explo:
         parts.append(
-            f"**Exploratory only** ({len(explo)} papers, settings and rules changed after "
+            f"**Exploratory only** ({len(explo)} paper{'s' * (len(explo) != 1)}, settings and rules "
+            "changed after "
             f"results had been seen): {counts(explo)}."
         )
     # a first test had no decided exploratory verdict to replicate: not in the rate
