@@ -233,17 +233,34 @@ def test_every_committed_claim_names_its_unit_and_rule_and_a_known_verdict():
     assert seen > 300
 
 
+#: A known defect, on the record in a registered run that is never amended: a claim's
+#: ``seeds`` (and so its sequential look) come from the variants the claim names, while
+#: ff_graphs' Extreme checks also read the seeded families (random, searched); once the
+#: deterministic families' graph metrics were measured on one seed, these two all_of
+#: claims list 1 seed for n = 5 and were read at the plan's look for 1 seed (z 4.38, not
+#: the registered 1.96): stricter, and both reproduced. See the ff_graphs README.
+KNOWN_SEED_LIST_DEFECT = {
+    ("ff_graphs/confirm-2026-12-08-7c03fcf2/claims.json", "line_best_fidelity"),
+    ("ff_graphs/confirm-2026-12-08-7c03fcf2/claims.json", "line_worst_mixing"),
+}
+
+
 def test_no_committed_interval_counts_more_replicates_than_independent_units():
-    checked = 0
+    checked, defect = 0, set()
     for where, entry in _committed():
         m = entry["measured"]
         if m.get("unit") != "seed" or m.get("test") in ("exact", "exhaustive"):
             continue
         seeds = m.get("seeds") or []
         if isinstance(m.get("n"), int) and seeds:
+            if (str(where), entry["id"]) in KNOWN_SEED_LIST_DEFECT:
+                defect.add((str(where), entry["id"]))
+                assert m["n"] > len(seeds)  # the recorded defect, nothing else
+                continue
             assert m["n"] <= len(seeds), (where, entry["id"], m["n"], len(seeds))
             checked += 1
     assert checked > 200
+    assert defect == KNOWN_SEED_LIST_DEFECT  # the list names only what is there
 
 
 def test_committed_claims_are_what_the_current_analysis_gives():
