@@ -236,8 +236,7 @@ def central_claims(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     is listed with its verdict (and ``note``, what a test that counts counted, where
     given). ``rows``: each with ``method`` (or a ``label`` to print), ``verdict``,
     ``low``, ``high``, ``value`` (already scaled, or None) and ``paper`` (True where 1
-    is the paper's effect). Values
-    beyond +-6 are drawn at the edge, with an arrow."""
+    is the paper's effect). Values beyond +-6 are drawn at the edge, with an arrow."""
     from matplotlib.patches import Patch
 
     edge = 6.0

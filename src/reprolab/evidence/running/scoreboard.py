@@ -233,6 +233,8 @@ def confirmatory_folders(results: Path, slug: str) -> list[Path]:
 
 #: a confirmatory verdict that decided against the exploratory one
 REFUTED = "did not replicate"
+#: what :func:`replication` says of a decided exploratory verdict (a "first test" had none)
+REPLICATION_KINDS = ("replicated", "replicated (other size)", "not confirmed (undecided)", REFUTED)
 
 
 def replication(exploratory: str, confirmatory: str) -> str:
@@ -433,6 +435,10 @@ def _short(text: str, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
+def _papers(n: int) -> str:
+    return f"{n} paper" if n == 1 else f"{n} papers"
+
+
 def _summary(table: list[dict]) -> str:
     def counts(rows: list[dict]) -> str:
         found = {v: sum(r["verdict"] == v for r in rows) for v in COUNTED}
@@ -452,15 +458,13 @@ def _summary(table: list[dict]) -> str:
     ]
     if explo:
         parts.append(
-            f"**Exploratory only** ({len(explo)} paper{'s' * (len(explo) != 1)}, settings and rules "
-            "changed after "
-            f"results had been seen): {counts(explo)}."
+            f"**Exploratory only** ({_papers(len(explo))}, settings and rules changed "
+            f"after results had been seen): {counts(explo)}."
         )
     # a first test had no decided exploratory verdict to replicate: not in the rate
     decided = [r for r in confirmed if r["replication"] != "first test"]
     if decided:
-        kinds = ("replicated", "replicated (other size)", "not confirmed (undecided)")
-        found = {k: sum(r["replication"] == k for r in decided) for k in (*kinds, REFUTED)}
+        found = {k: sum(r["replication"] == k for r in decided) for k in REPLICATION_KINDS}
         parts.append(
             f"**Replication**: {found['replicated']} of {len(decided)} decided exploratory "
             "central verdicts replicated by their confirmatory run"
@@ -468,7 +472,8 @@ def _summary(table: list[dict]) -> str:
             + "."
         )
     if first := len(confirmed) - len(decided):
-        parts.append(f"{first} confirmatory runs were first tests (nothing decided before).")
+        runs = "run was a first test" if first == 1 else "runs were first tests"
+        parts.append(f"{first} confirmatory {runs} (nothing decided before).")
     return " ".join(parts)
 
 
